@@ -1,0 +1,97 @@
+package effects
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// field is one speaker-visible neighbor setting. reset says whether GoBGP
+// drops the session to apply a change of it (UpdatePeer with a new
+// password, AS, transport, family, AS-path options or graceful-restart
+// settings sends a Cease and starts over; see docs/). This table is the
+// single place that classification lives.
+type field struct {
+	name  string
+	reset bool
+	get   func(*state.Neighbor) string
+}
+
+var fields = []field{
+	{"peerASN", true, func(n *state.Neighbor) string { return fmt.Sprint(n.PeerASN) }},
+	{"localASN", true, func(n *state.Neighbor) string { return fmt.Sprint(n.LocalASN) }},
+	{"password", true, func(n *state.Neighbor) string { return orDash(n.Password.Fingerprint()) }},
+	{"port", true, func(n *state.Neighbor) string { return fmt.Sprint(n.Port) }},
+	{"sourceAddress", true, func(n *state.Neighbor) string { return addrOrDash(n.SourceAddress.String()) }},
+	{"passive", true, func(n *state.Neighbor) string { return fmt.Sprint(n.Passive) }},
+	{"families", true, func(n *state.Neighbor) string { return strings.Join(n.Families, ",") }},
+	{"gracefulRestartSeconds", true, func(n *state.Neighbor) string { return fmt.Sprint(n.GracefulRestartSeconds) }},
+	{"allowOwnASN", true, func(n *state.Neighbor) string { return fmt.Sprint(n.AllowOwnASN) }},
+	{"ttlMin", false, func(n *state.Neighbor) string { return fmt.Sprint(n.TTLMin) }},
+	{"ebgpMultihopTTL", false, func(n *state.Neighbor) string { return fmt.Sprint(n.EBGPMultihopTTL) }},
+	{"routeReflectorClient", false, func(n *state.Neighbor) string { return fmt.Sprint(n.RouteReflectorClient) }},
+	{"routeReflectorClusterID", false, func(n *state.Neighbor) string { return orDash(n.RouteReflectorClusterID) }},
+}
+
+func addrOrDash(s string) string {
+	if s == "invalid IP" {
+		return "-"
+	}
+	return s
+}
+
+// Classify lists the speaker-visible settings that differ between two
+// configs of one neighbor, and whether applying them resets the session.
+// Policy and VPP route changes are separate effects and never listed here.
+func Classify(old, cur *state.Neighbor) (changes []Change, reset bool) {
+	for _, f := range fields {
+		a, b := f.get(old), f.get(cur)
+		if a != b {
+			changes = append(changes, Change{Field: f.name, Old: a, New: b, Reset: f.reset})
+			reset = reset || f.reset
+		}
+	}
+	return changes, reset
+}
+
+// ResetFields lists the settings whose change resets a session.
+func ResetFields() (reset, inPlace []string) {
+	for _, f := range fields {
+		if f.reset {
+			reset = append(reset, f.name)
+		} else {
+			inPlace = append(inPlace, f.name)
+		}
+	}
+	return reset, inPlace
+}
+
+// Summary is a neighbor's config in one line, for AddPeer and the plan.
+func Summary(n *state.Neighbor) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "as=%d local-as=%d port=%d origin=%s", n.PeerASN, n.LocalASN, n.Port, n.Origin)
+	if n.Passive {
+		b.WriteString(" passive")
+	}
+	if !n.Password.IsZero() {
+		b.WriteString(" password=" + n.Password.Fingerprint())
+	}
+	if n.SourceAddress.IsValid() {
+		b.WriteString(" source=" + n.SourceAddress.String())
+	}
+	if n.TTLMin != 0 {
+		fmt.Fprintf(&b, " ttl-min=%d", n.TTLMin)
+	}
+	if n.EBGPMultihopTTL != 0 {
+		fmt.Fprintf(&b, " multihop=%d", n.EBGPMultihopTTL)
+	}
+	if n.AllowOwnASN != 0 {
+		fmt.Fprintf(&b, " allow-own-as=%d", n.AllowOwnASN)
+	}
+	if n.RouteReflectorClient {
+		b.WriteString(" rr-client=" + n.RouteReflectorClusterID)
+	}
+	fmt.Fprintf(&b, " gr=%ds families=%s", n.GracefulRestartSeconds, strings.Join(n.Families, ","))
+	return b.String()
+}

@@ -1,0 +1,196 @@
+package effects
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/peeragent/peeragent/internal/pmap"
+	"github.com/peeragent/peeragent/state"
+)
+
+// Diff returns the effects that take the world from prev to next, in a
+// fixed order: secret watches, the server, then per address (ascending)
+// the neighbor's effects in dependency order, and a server stop last.
+func Diff(prev, next state.State) []Effect {
+	out := watchEffects(prev, next)
+	if !next.AllSynced() {
+		return out
+	}
+	baseN, baseS, baseSrv := prev.Out.Neighbors, prev.Out.Sessions, prev.Server
+	if !prev.AllSynced() {
+		baseN, baseS, baseSrv = nil, nil, state.Server{}
+	}
+	var stop []Effect
+	switch {
+	case baseSrv == next.Server:
+	case baseSrv == state.Server{}:
+		out = append(out, StartServer{Server: next.Server})
+	case next.Server == state.Server{}:
+		stop = append(stop, StopServer{Old: baseSrv})
+	default:
+		// The restarted speaker has nothing: configure everything anew.
+		out = append(out, RestartServer{Old: baseSrv, New: next.Server})
+		baseN, baseS = nil, nil
+	}
+	for _, k := range changedKeys(baseN, next.Out.Neighbors, baseS, next.Out.Sessions) {
+		out = append(out, addrEffects(get(baseN, k), get(next.Out.Neighbors, k), get(baseS, k), get(next.Out.Sessions, k))...)
+	}
+	return append(out, stop...)
+}
+
+func get[V any](m *pmap.Map[*V], k string) *V {
+	if m == nil {
+		return nil
+	}
+	v, _ := m.Get(k)
+	return v
+}
+
+func same[V any](a, b *V) bool { return a == b }
+
+// changedKeys are the addresses whose neighbor or session differ, found by
+// walking only the parts of the maps that are not shared.
+func changedKeys(pn, nn *pmap.Map[*state.Neighbor], ps, ns *pmap.Map[*state.Session]) []string {
+	var keys []string
+	pmap.Diff(pn, nn, same, func(k string, _ *state.Neighbor, _ bool, _ *state.Neighbor, _ bool) {
+		keys = append(keys, k)
+	})
+	n := len(keys)
+	pmap.Diff(ps, ns, same, func(k string, _ *state.Session, _ bool, _ *state.Session, _ bool) {
+		keys = append(keys, k)
+	})
+	if n != len(keys) {
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+	}
+	return keys
+}
+
+func watchEffects(prev, next state.State) []Effect {
+	var unwatch, watch []Effect
+	ns := next.Options.Namespace
+	pmap.Diff(prev.Out.Watches, next.Out.Watches, func(_, _ struct{}) bool { return true },
+		func(name string, _ struct{}, had bool, _ struct{}, has bool) {
+			if had && !has {
+				unwatch = append(unwatch, UnwatchSecret{Namespace: ns, Name: name})
+			} else if has && !had {
+				watch = append(watch, WatchSecret{Namespace: ns, Name: name})
+			}
+		})
+	return append(unwatch, watch...)
+}
+
+// addrEffects: what one address needs, from the neighbors and sessions
+// before and after. Only active (not held back) neighbors exist in the
+// speaker.
+func addrEffects(pn, nn *state.Neighbor, ps, ns *state.Session) []Effect {
+	var gen uint64
+	if ns != nil {
+		gen = ns.Gen
+	}
+	var out []Effect
+	switch old, cur := activeOrNil(pn), activeOrNil(nn); {
+	case old != nil && cur == nil:
+		out = removal(old, deleteGen(gen, ps))
+	case old == nil && cur != nil:
+		out = addition(cur, gen)
+	case old != nil && cur != nil:
+		out = change(old, cur, gen)
+		if len(out) == 0 && ps != nil && ns != nil && ps.Gen != ns.Gen {
+			out = append(out, UpdatePeer{Old: old, New: cur, Gen: gen})
+		}
+	}
+	if len(out) == 0 && ps != nil && ns != nil && ns.Retry > ps.Retry {
+		out = retry(cur(nn), ns)
+	}
+	return out
+}
+
+func cur(n *state.Neighbor) *state.Neighbor { return activeOrNil(n) }
+
+func activeOrNil(n *state.Neighbor) *state.Neighbor {
+	if n.Active() {
+		return n
+	}
+	return nil
+}
+
+func deleteGen(gen uint64, ps *state.Session) uint64 {
+	if gen == 0 && ps != nil {
+		return ps.Gen
+	}
+	return gen
+}
+
+func hostRoute(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+
+func addition(n *state.Neighbor, gen uint64) []Effect {
+	var out []Effect
+	if !n.Policy.IsZero() {
+		out = append(out, SetPolicy{Addr: n.Address, Policy: n.Policy, Gen: gen})
+	}
+	out = append(out, AddPeer{Neighbor: n, Gen: gen})
+	if n.ReachableBy.IsValid() {
+		out = append(out, AddRoute{Dst: hostRoute(n.Address), Via: n.ReachableBy, Gen: gen})
+	}
+	return out
+}
+
+func removal(n *state.Neighbor, gen uint64) []Effect {
+	var out []Effect
+	if n.ReachableBy.IsValid() {
+		out = append(out, DeleteRoute{Dst: hostRoute(n.Address), Via: n.ReachableBy, Gen: gen})
+	}
+	out = append(out, DeletePeer{Addr: n.Address, Gen: gen})
+	if !n.Policy.IsZero() {
+		out = append(out, DeletePolicy{Addr: n.Address, Gen: gen})
+	}
+	return out
+}
+
+func change(old, n *state.Neighbor, gen uint64) []Effect {
+	var out []Effect
+	if !old.Policy.Equal(n.Policy) {
+		if n.Policy.IsZero() {
+			out = append(out, DeletePolicy{Addr: n.Address, Gen: gen})
+		} else {
+			out = append(out, SetPolicy{Addr: n.Address, Policy: n.Policy, Gen: gen})
+		}
+	}
+	if changes, reset := Classify(old, n); len(changes) > 0 {
+		out = append(out, UpdatePeer{Old: old, New: n, Gen: gen, Changes: changes, Reset: reset})
+	}
+	if old.ReachableBy != n.ReachableBy {
+		if old.ReachableBy.IsValid() {
+			out = append(out, DeleteRoute{Dst: hostRoute(old.Address), Via: old.ReachableBy, Gen: gen})
+		}
+		if n.ReachableBy.IsValid() {
+			out = append(out, AddRoute{Dst: hostRoute(n.Address), Via: n.ReachableBy, Gen: gen})
+		}
+	}
+	return out
+}
+
+// retry re-issues what a failed generation needed: the whole neighbor
+// (from what the speaker last confirmed), its deletion, or its route.
+func retry(n *state.Neighbor, s *state.Session) []Effect {
+	var out []Effect
+	switch {
+	case s.Phase == state.PhaseFailed && n == nil:
+		out = append(out, DeletePeer{Addr: s.Address, Gen: s.Gen})
+		if s.Applied != nil && !s.Applied.Policy.IsZero() {
+			out = append(out, DeletePolicy{Addr: s.Address, Gen: s.Gen})
+		}
+	case s.Phase == state.PhaseFailed && s.Applied == nil:
+		out = addition(n, s.Gen)
+	case s.Phase == state.PhaseFailed:
+		out = change(s.Applied, n, s.Gen)
+		if len(out) == 0 {
+			out = append(out, UpdatePeer{Old: s.Applied, New: n, Gen: s.Gen})
+		}
+	}
+	if s.Route == "failed" && n != nil && n.ReachableBy.IsValid() {
+		out = append(out, AddRoute{Dst: hostRoute(n.Address), Via: n.ReachableBy, Gen: s.Gen})
+	}
+	return out
+}

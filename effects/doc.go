@@ -1,0 +1,16 @@
+// Package effects turns the difference between two consecutive States into
+// the ordered list of calls that make the world match the second one.
+//
+// Contract:
+//   - Effects are plain values with a stable one-line String(), used by the
+//     golden files and by `peeragent plan`; they hold no closures.
+//   - Diff(prev, next) is pure and deterministic. Its cost is proportional
+//     to what changed between prev and next: it walks the persistent maps
+//     of both States and skips every subtree they share.
+//   - Nothing touching BGP or VPP is emitted before every source has
+//     synced; from then on the first Diff configures everything at once.
+//   - Per address, effects come in dependency order: a neighbor's policy
+//     before the peer that uses it, the peer's deletion before its policy's.
+//   - The executors live in sub-packages (effects/gobgp, effects/vpp); this
+//     package imports neither GoBGP nor govpp.
+package effects

@@ -1,0 +1,208 @@
+package effects
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// Effect is one call to make. String is its stable one-line form.
+type Effect interface {
+	fmt.Stringer
+	// Address is the neighbor the effect is for (zero for server and
+	// secret-watch effects); executors group and order by it.
+	Address() netip.Addr
+}
+
+// StartServer is GoBGP StartBgp with the node's AS, router ID and listen
+// port. Issued once, when the node is first known. Not idempotent by
+// itself; the executor treats "already started" with the same config as done.
+type StartServer struct{ Server state.Server }
+
+// RestartServer is StopBgp then StartBgp with the new global config. It
+// drops every session; Diff follows it with the full set of AddPeer and
+// SetPolicy effects for the neighbors of the new State.
+type RestartServer struct{ Old, New state.Server }
+
+// StopServer is StopBgp, when this node no longer exists or has no address.
+// Idempotent.
+type StopServer struct{ Old state.Server }
+
+// WatchSecret starts the per-name watch of a Secret in the agent's
+// namespace. Idempotent.
+type WatchSecret struct{ Namespace, Name string }
+
+// UnwatchSecret stops that watch. Idempotent.
+type UnwatchSecret struct{ Namespace, Name string }
+
+// AddPeer is GoBGP AddPeer with the neighbor's full config (and, when it
+// has a policy, the policy assignment). Idempotent in the executor: adding
+// an existing peer updates it.
+type AddPeer struct {
+	Neighbor *state.Neighbor
+	Gen      uint64
+}
+
+// UpdatePeer is GoBGP UpdatePeer. Changes lists what differs; Reset says
+// whether GoBGP drops the session to apply it. An empty Changes re-confirms
+// a generation whose net change was nothing. Idempotent.
+type UpdatePeer struct {
+	Old, New *state.Neighbor
+	Gen      uint64
+	Changes  []Change
+	Reset    bool
+}
+
+// DeletePeer is GoBGP DeletePeer. Idempotent: an absent peer is success.
+type DeletePeer struct {
+	Addr netip.Addr
+	Gen  uint64
+}
+
+// SetPolicy installs the neighbor's own defined sets and import/export
+// policies (AddDefinedSet, AddPolicy, SetPolicyAssignment), replacing what
+// it had. Idempotent.
+type SetPolicy struct {
+	Addr   netip.Addr
+	Policy state.Policy
+	Gen    uint64
+}
+
+// DeletePolicy removes the neighbor's own policies and defined sets, after
+// its peer is gone. Idempotent; never "in use", as nothing is shared.
+type DeletePolicy struct {
+	Addr netip.Addr
+	Gen  uint64
+}
+
+// AddRoute is VPP ip_route_add_del (is_add=1) of the neighbor's /32 or
+// /128 via its reachableBy gateway. Idempotent.
+type AddRoute struct {
+	Dst netip.Prefix
+	Via netip.Addr
+	Gen uint64
+}
+
+// DeleteRoute is VPP ip_route_add_del (is_add=0) of that route. Idempotent.
+type DeleteRoute struct {
+	Dst netip.Prefix
+	Via netip.Addr
+	Gen uint64
+}
+
+// Change is one differing neighbor setting, printable without secrets.
+type Change struct {
+	Field    string
+	Old, New string
+	Reset    bool
+}
+
+func (c Change) String() string { return c.Field + " " + c.Old + "->" + c.New }
+
+func (e StartServer) String() string {
+	return fmt.Sprintf("start-server as=%d router-id=%s listen-port=%d", e.Server.ASN, e.Server.RouterID, e.Server.ListenPort)
+}
+
+func (e RestartServer) String() string {
+	var parts []string
+	if e.Old.ASN != e.New.ASN {
+		parts = append(parts, fmt.Sprintf("as %d->%d", e.Old.ASN, e.New.ASN))
+	}
+	if e.Old.RouterID != e.New.RouterID {
+		parts = append(parts, fmt.Sprintf("router-id %s->%s", e.Old.RouterID, e.New.RouterID))
+	}
+	if e.Old.ListenPort != e.New.ListenPort {
+		parts = append(parts, fmt.Sprintf("listen-port %d->%d", e.Old.ListenPort, e.New.ListenPort))
+	}
+	return "restart-server " + strings.Join(parts, ", ") + ": every session drops"
+}
+
+func (e StopServer) String() string    { return "stop-server: every session drops" }
+func (e WatchSecret) String() string   { return "watch-secret " + e.Namespace + "/" + e.Name }
+func (e UnwatchSecret) String() string { return "unwatch-secret " + e.Namespace + "/" + e.Name }
+
+func (e AddPeer) String() string {
+	return fmt.Sprintf("add-peer %s gen=%d %s", e.Neighbor.Address, e.Gen, Summary(e.Neighbor))
+}
+
+func (e UpdatePeer) String() string {
+	kind := "in-place"
+	if e.Reset {
+		kind = "session-reset"
+	}
+	what := "no change"
+	if len(e.Changes) > 0 {
+		parts := make([]string, len(e.Changes))
+		for i, c := range e.Changes {
+			parts[i] = c.String()
+		}
+		what = strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("update-peer %s gen=%d %s: %s", e.New.Address, e.Gen, kind, what)
+}
+
+func (e DeletePeer) String() string   { return fmt.Sprintf("delete-peer %s gen=%d", e.Addr, e.Gen) }
+func (e DeletePolicy) String() string { return fmt.Sprintf("delete-policy %s gen=%d", e.Addr, e.Gen) }
+
+func (e SetPolicy) String() string {
+	return fmt.Sprintf("set-policy %s gen=%d import=%s export=%s next-hop=%s",
+		e.Addr, e.Gen, rules(e.Policy.Import), rules(e.Policy.Export), orDash(e.Policy.NextHop))
+}
+
+func (e AddRoute) String() string {
+	return fmt.Sprintf("add-route %s via %s gen=%d", e.Dst, e.Via, e.Gen)
+}
+
+func (e DeleteRoute) String() string {
+	return fmt.Sprintf("delete-route %s via %s gen=%d", e.Dst, e.Via, e.Gen)
+}
+
+func (StartServer) Address() netip.Addr    { return netip.Addr{} }
+func (RestartServer) Address() netip.Addr  { return netip.Addr{} }
+func (StopServer) Address() netip.Addr     { return netip.Addr{} }
+func (WatchSecret) Address() netip.Addr    { return netip.Addr{} }
+func (UnwatchSecret) Address() netip.Addr  { return netip.Addr{} }
+func (e AddPeer) Address() netip.Addr      { return e.Neighbor.Address }
+func (e UpdatePeer) Address() netip.Addr   { return e.New.Address }
+func (e DeletePeer) Address() netip.Addr   { return e.Addr }
+func (e SetPolicy) Address() netip.Addr    { return e.Addr }
+func (e DeletePolicy) Address() netip.Addr { return e.Addr }
+func (e AddRoute) Address() netip.Addr     { return e.Dst.Addr() }
+func (e DeleteRoute) Address() netip.Addr  { return e.Dst.Addr() }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func rules(rs []state.Rule) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = RuleString(r)
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+// RuleString is a rule in one line: "accept 10.0.0.0/8 In len 16-24 (f1)".
+func RuleString(r state.Rule) string {
+	var b strings.Builder
+	b.WriteString(r.Action)
+	if r.FromRemotePeers {
+		b.WriteString(" from-remote-peers")
+	}
+	if r.Prefix.IsValid() {
+		fmt.Fprintf(&b, " %s %s", r.Operator, r.Prefix)
+	}
+	if r.MinLen != 0 || r.MaxLen != 0 {
+		fmt.Fprintf(&b, " len %d-%d", r.MinLen, r.MaxLen)
+	}
+	if !r.Prefix.IsValid() && !r.FromRemotePeers {
+		b.WriteString(" all")
+	}
+	fmt.Fprintf(&b, " (%s)", r.Filter)
+	return b.String()
+}

@@ -1,0 +1,128 @@
+package golden
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+var update = flag.Bool("update", false, "rewrite the want-* sections of the golden files")
+
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".txtar")
+		t.Run(name, func(t *testing.T) { runFile(t, f) })
+	}
+}
+
+func section(ar *txtar.Archive, name string) ([]byte, bool) {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return f.Data, true
+		}
+	}
+	return nil, false
+}
+
+func runFile(t *testing.T, path string) {
+	ar, err := txtar.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(ar.Comment)) == "" {
+		t.Error("scenario has no comment saying what it proves")
+	}
+	initial, _ := section(ar, "initial.yaml")
+	actions, ok := section(ar, "actions.yaml")
+	if !ok {
+		t.Fatal("no actions.yaml")
+	}
+	sc, err := Parse(initial, actions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotEffects, gotState := play(t, sc)
+	againEffects, againState := play(t, sc)
+	if gotEffects != againEffects || gotState != againState {
+		t.Error("a second run gave different output: the reducer is not deterministic")
+	}
+	checkNoSecrets(t, sc, gotEffects+gotState)
+	if *update {
+		write(t, path, ar, gotEffects, gotState)
+		return
+	}
+	for _, w := range []struct{ name, got string }{{"want-effects.txt", gotEffects}, {"want-state.yaml", gotState}} {
+		want, ok := section(ar, w.name)
+		if !ok {
+			t.Errorf("no %s section (run go test ./golden -update)", w.name)
+			continue
+		}
+		if d := cmp.Diff(string(want), w.got); d != "" {
+			t.Errorf("%s differs (-want +got):\n%s", w.name, d)
+		}
+	}
+}
+
+// play runs the scenario, checking after every step that Reduce left the
+// previous State as it was.
+func play(t *testing.T, sc *Scenario) (string, string) {
+	final, steps := sc.Run(func(before string, prev state.State, a state.Action) {
+		if after := DumpYAML(prev); after != before {
+			t.Errorf("Reduce(%s) modified its input state:\n%s", Describe(a), cmp.Diff(before, after))
+		}
+	})
+	return EffectsText(steps), DumpYAML(final)
+}
+
+func checkNoSecrets(t *testing.T, sc *Scenario, out string) {
+	for _, a := range append(append([]state.Action{}, sc.Setup...), sc.Actions...) {
+		for _, pw := range passwords(a) {
+			if len(pw) >= 3 && strings.Contains(out, pw) {
+				t.Errorf("password text %q appears in the output", pw)
+			}
+		}
+	}
+}
+
+func passwords(a state.Action) []string {
+	var secs []state.Secret
+	switch a := a.(type) {
+	case state.SecretUpserted:
+		secs = append(secs, a.Secret)
+	case state.SourceSynced:
+		secs = a.Secrets
+	}
+	var out []string
+	for _, s := range secs {
+		for _, v := range s.Data {
+			out = append(out, v.Reveal())
+		}
+	}
+	return out
+}
+
+func write(t *testing.T, path string, ar *txtar.Archive, effects, st string) {
+	var files []txtar.File
+	for _, f := range ar.Files {
+		if !strings.HasPrefix(f.Name, "want-") {
+			files = append(files, f)
+		}
+	}
+	files = append(files, txtar.File{Name: "want-effects.txt", Data: []byte(effects)},
+		txtar.File{Name: "want-state.yaml", Data: []byte(st)})
+	ar.Files = files
+	if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,51 @@
+// Package importrules enforces the dependency rules of DESIGN.md: the pure
+// core (state, selector, reducer, effects without its executors) never
+// depends on client-go, Calico, GoBGP or govpp.
+package importrules
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+var forbidden = []string{
+	"k8s.io/", "sigs.k8s.io/controller-runtime", "github.com/projectcalico/",
+	"github.com/osrg/gobgp", "go.fd.io/govpp",
+}
+
+func TestPureCoreImports(t *testing.T) {
+	for _, pkg := range []string{"state", "selector", "reducer", "effects", "internal/pmap"} {
+		t.Run(pkg, func(t *testing.T) {
+			out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/"+pkg).CombinedOutput()
+			if err != nil {
+				t.Fatalf("go list: %v\n%s", err, out)
+			}
+			deps := strings.Fields(string(out))
+			if len(deps) < 2 {
+				t.Fatalf("go list returned no dependencies: %q", out)
+			}
+			for _, d := range deps {
+				for _, f := range forbidden {
+					if strings.HasPrefix(d, f) {
+						t.Errorf("%s depends on %s", pkg, d)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSelectorIsStdlibOnly: the selector is ours, fuzzed, and small.
+func TestSelectorIsStdlibOnly(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}",
+		"github.com/peeragent/peeragent/selector").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, d := range strings.Fields(string(out)) {
+		if d != "github.com/peeragent/peeragent/selector" {
+			t.Errorf("selector depends on non-standard package %s", d)
+		}
+	}
+}

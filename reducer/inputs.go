@@ -1,0 +1,200 @@
+package reducer
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+func (t *tx) upsertPeer(p *state.BGPPeer) {
+	in := &t.s.Inputs
+	if old, ok := in.Peers.Get(p.Name); ok && reflect.DeepEqual(old.Spec, p) {
+		return
+	}
+	e, probs := compilePeer(p)
+	in.Peers = in.Peers.Set(p.Name, e)
+	t.setProblems("peer/"+p.Name, probs)
+	t.refreshPeer(p.Name)
+}
+
+func (t *tx) deletePeer(name string) {
+	in := &t.s.Inputs
+	if _, ok := in.Peers.Get(name); !ok {
+		return
+	}
+	in.Peers = in.Peers.Delete(name)
+	t.setProblems("peer/"+name, nil)
+	t.refreshPeer(name)
+}
+
+func (t *tx) upsertNode(n *state.Node) {
+	in := &t.s.Inputs
+	old, had := in.Nodes.Get(n.Name)
+	if had && reflect.DeepEqual(old.Spec, n) {
+		return
+	}
+	e, probs := compileNode(n)
+	in.Nodes = in.Nodes.Set(n.Name, e)
+	t.setProblems("node/"+n.Name, probs)
+	t.nodeChanged(n.Name, old, e)
+}
+
+func (t *tx) deleteNode(name string) {
+	in := &t.s.Inputs
+	old, had := in.Nodes.Get(name)
+	if !had {
+		return
+	}
+	in.Nodes = in.Nodes.Delete(name)
+	t.setProblems("node/"+name, nil)
+	t.nodeChanged(name, old, nil)
+}
+
+// nodeChanged keeps the address index and re-derives what the node takes
+// part in: everything when it is this node, else only its own sources and
+// the neighbors at its addresses (whose port, AS, passivity or RR marking
+// follow the node).
+func (t *tx) nodeChanged(name string, old, cur *state.NodeEntry) {
+	if attrsChanged(old, cur) {
+		t.reindexAddrs(name, old, cur)
+	}
+	if name == t.s.Node {
+		t.full = true
+		return
+	}
+	t.refreshNode(name)
+}
+
+func attrsChanged(old, cur *state.NodeEntry) bool {
+	if old == nil || cur == nil {
+		return true
+	}
+	return old.V4 != cur.V4 || old.V6 != cur.V6 || old.ASN != cur.ASN || old.ClusterID != cur.ClusterID
+}
+
+func (t *tx) reindexAddrs(name string, old, cur *state.NodeEntry) {
+	idx := &t.s.Index
+	if old != nil {
+		for _, a := range old.Addrs() {
+			k := state.AddrKey(a)
+			if owner, _ := idx.NodeByAddr.Get(k); owner == name {
+				idx.NodeByAddr = idx.NodeByAddr.Delete(k)
+			}
+			t.markDirty(k)
+		}
+	}
+	if cur != nil {
+		for _, a := range cur.Addrs() {
+			k := state.AddrKey(a)
+			if owner, ok := idx.NodeByAddr.Get(k); !ok || name < owner {
+				idx.NodeByAddr = idx.NodeByAddr.Set(k, name)
+			}
+			t.markDirty(k)
+		}
+	}
+}
+
+func (t *tx) upsertConfig(c *state.BGPConfiguration) {
+	in := &t.s.Inputs
+	old, had := in.Configs.Get(c.Name)
+	if had && reflect.DeepEqual(old, c) {
+		return
+	}
+	in.Configs = in.Configs.Set(c.Name, c)
+	t.setProblems("config/"+c.Name, validateConfig(c))
+	t.configChanged(c.Name, old, c)
+}
+
+func (t *tx) deleteConfig(name string) {
+	in := &t.s.Inputs
+	old, had := in.Configs.Get(name)
+	if !had {
+		return
+	}
+	in.Configs = in.Configs.Delete(name)
+	t.setProblems("config/"+name, nil)
+	t.configChanged(name, old, nil)
+}
+
+// configChanged: the default configuration and this node's own shape every
+// neighbor and the server; another node's touches only that node. The log
+// level alone changes nothing derived.
+func (t *tx) configChanged(name string, old, cur *state.BGPConfiguration) {
+	if old != nil && cur != nil {
+		a, b := *old, *cur
+		a.LogSeverityScreen, b.LogSeverityScreen = "", ""
+		if reflect.DeepEqual(a, b) {
+			return
+		}
+	}
+	node, isNode := strings.CutPrefix(name, "node.")
+	switch {
+	case name == "default" || (isNode && node == t.s.Node):
+		t.full = true
+	case isNode:
+		if e, ok := t.s.Inputs.Nodes.Get(node); ok {
+			t.reindexAddrs(node, e, e)
+		}
+		t.refreshNode(node)
+	}
+}
+
+func validateConfig(c *state.BGPConfiguration) []state.Problem {
+	var probs []state.Problem
+	bad := func(format string, args ...any) {
+		probs = append(probs, state.Problem{Object: "bgpconfiguration/" + c.Name, Reason: fmt.Sprintf(format, args...)})
+	}
+	if c.ListenPort < 0 || c.ListenPort > 65535 {
+		bad("listenPort %d out of range 1-65535", c.ListenPort)
+	}
+	if c.ASNumber != 0 {
+		checkASN(c.ASNumber, "asNumber", bad)
+	}
+	if strings.HasPrefix(c.Name, "node.") {
+		if c.ASNumber != 0 || c.NodeToNodeMeshEnabled != nil || c.NodeMeshPassword != nil || c.NodeMeshMaxRestartTime != nil {
+			bad("a per-node configuration may set only listenPort and logSeverityScreen; the rest is ignored")
+		}
+	} else if c.Name != "default" {
+		bad("only \"default\" and \"node.<name>\" configurations are read; this one is ignored")
+	}
+	return probs
+}
+
+func (t *tx) upsertFilter(f *state.BGPFilter) {
+	in := &t.s.Inputs
+	if old, ok := in.Filters.Get(f.Name); ok && reflect.DeepEqual(old.Spec, f) {
+		return
+	}
+	in.Filters = in.Filters.Set(f.Name, compileFilter(f))
+	t.dirtyUsers(t.s.Index.FilterUsers, f.Name)
+}
+
+func (t *tx) deleteFilter(name string) {
+	in := &t.s.Inputs
+	if _, ok := in.Filters.Get(name); !ok {
+		return
+	}
+	in.Filters = in.Filters.Delete(name)
+	t.dirtyUsers(t.s.Index.FilterUsers, name)
+}
+
+func (t *tx) upsertSecret(sec *state.Secret) {
+	in := &t.s.Inputs
+	if old, ok := in.Secrets.Get(sec.Name); ok && maps.Equal(old.Data, sec.Data) {
+		return
+	}
+	in.Secrets = in.Secrets.Set(sec.Name, sec)
+	t.dirtyUsers(t.s.Index.SecretUsers, sec.Name)
+}
+
+func (t *tx) deleteSecret(name string) {
+	in := &t.s.Inputs
+	if _, ok := in.Secrets.Get(name); !ok {
+		return
+	}
+	in.Secrets = in.Secrets.Delete(name)
+	t.dirtyUsers(t.s.Index.SecretUsers, name)
+}

@@ -1,0 +1,133 @@
+package reducer
+
+import (
+	"context"
+	"sync"
+
+	"github.com/looplab/fsm"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// Lifecycle events. The reducer fires them; the table decides the phase.
+const (
+	evHold      = "hold"      // a required secret is missing: hold the neighbor back
+	evConfigure = "configure" // AddPeer issued
+	evUpdate    = "update"    // UpdatePeer (or policy, route) issued
+	evApplied   = "applied"   // the speaker confirmed the current generation
+	evFail      = "fail"      // the speaker refused the current generation
+	evUp        = "up"        // the BGP session reached Established
+	evDown      = "down"      // the BGP session left Established (a flap)
+	evDelete    = "delete"    // DeletePeer issued
+)
+
+const (
+	pNew, pWaiting, pConfiguring = state.PhaseNew, state.PhaseWaiting, state.PhaseConfiguring
+	pConfigured, pEstablished    = state.PhaseConfigured, state.PhaseEstablished
+	pUpdating, pDeleting, pFail  = state.PhaseUpdating, state.PhaseDeleting, state.PhaseFailed
+)
+
+// Lifecycle is the session lifecycle table of SEMANTICS.md §6.
+var Lifecycle = fsm.Events{
+	{Name: evHold, Src: []string{pNew, pConfiguring, pFail, pDeleting}, Dst: pWaiting},
+	{Name: evConfigure, Src: []string{pNew, pWaiting, pFail, pDeleting, pConfiguring, pConfigured, pEstablished, pUpdating}, Dst: pConfiguring},
+	{Name: evUpdate, Src: []string{pConfigured, pEstablished, pUpdating, pConfiguring, pFail}, Dst: pUpdating},
+	{Name: evApplied, Src: []string{pConfiguring, pUpdating, pFail}, Dst: pConfigured},
+	{Name: evFail, Src: []string{pConfiguring, pUpdating, pDeleting, pFail}, Dst: pFail},
+	{Name: evUp, Src: []string{pConfigured}, Dst: pEstablished},
+	{Name: evDown, Src: []string{pEstablished}, Dst: pConfigured},
+	{Name: evDelete, Src: []string{pWaiting, pConfiguring, pConfigured, pEstablished, pUpdating, pFail}, Dst: pDeleting},
+}
+
+// machines recycles looplab FSMs: an FSM is mutable, a phase is data, so
+// each step borrows one, sets it to the session's phase and fires.
+var machines = sync.Pool{New: func() any { return fsm.NewFSM(pNew, Lifecycle, nil) }}
+
+// fire returns the phase after ev, and false when the table has no such
+// transition from phase (the event is then ignored).
+func fire(phase, ev string) (string, bool) {
+	m := machines.Get().(*fsm.FSM)
+	defer machines.Put(m)
+	m.SetState(phase)
+	err := m.Event(context.Background(), ev)
+	switch err.(type) {
+	case nil:
+		return m.Current(), true
+	case fsm.NoTransitionError:
+		return phase, true
+	}
+	return phase, false
+}
+
+// Mermaid renders the lifecycle table as a mermaid state diagram.
+func Mermaid() (string, error) {
+	return fsm.VisualizeWithType(fsm.NewFSM(pNew, Lifecycle, nil), fsm.MERMAID)
+}
+
+func (t *tx) session(k string, a *state.Neighbor) *state.Session {
+	if s, ok := t.s.Out.Sessions.Get(k); ok {
+		c := *s
+		return &c
+	}
+	return &state.Session{Address: a.Address, Phase: pNew}
+}
+
+// step moves a neighbor's session after its desired config changed, and
+// gives it a new generation.
+func (t *tx) step(k string, old, n *state.Neighbor) {
+	addr := n
+	if addr == nil {
+		addr = old
+	}
+	s := t.session(k, addr)
+	ev, op := evUpdate, state.OpUpdate
+	switch {
+	case n == nil && (old.Active() || s.Phase != pWaiting):
+		ev, op = evDelete, state.OpDelete
+	case n == nil:
+		t.s.Out.Sessions = t.s.Out.Sessions.Delete(k)
+		return
+	case !n.Active():
+		ev, op = evHold, ""
+	case !old.Active() || t.restart:
+		ev, op = evConfigure, state.OpAdd
+	}
+	t.s.Seq++
+	s.Gen, s.Op, s.Retry = t.s.Seq, op, 0
+	s.Route = routeState(s.Route, old, n)
+	t.move(s, ev)
+	t.s.Out.Sessions = t.s.Out.Sessions.Set(k, s)
+}
+
+// routeState: a route is pending whenever the VPP route it needs changes.
+func routeState(cur string, old, n *state.Neighbor) string {
+	if old.Active() && n.Active() && old.ReachableBy == n.ReachableBy {
+		return cur
+	}
+	if !n.Active() || !n.ReachableBy.IsValid() {
+		return ""
+	}
+	return "pending"
+}
+
+func (t *tx) move(s *state.Session, ev string) {
+	if next, ok := fire(s.Phase, ev); ok && next != s.Phase {
+		s.Phase = next
+		if !t.at.IsZero() {
+			s.Since = t.at
+		}
+	}
+}
+
+// setServer records the speaker's global config. A change after it was
+// first known restarts the speaker, which drops every session: each
+// active neighbor is configured again under a new generation.
+func (t *tx) setServer(srv state.Server) {
+	if srv == t.s.Server {
+		return
+	}
+	if t.s.Server != (state.Server{}) {
+		t.restart = true
+	}
+	t.s.Server = srv
+}

@@ -1,0 +1,74 @@
+package reducer
+
+import (
+	"sort"
+	"time"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// Reduce returns the State that follows s once a has happened. It is pure
+// and total: it reads nothing but its arguments, never fails, never panics
+// on bad input (that becomes a problem in the State) and never modifies s.
+func Reduce(s state.State, a state.Action) state.State {
+	t := &tx{s: s, dirty: map[string]struct{}{}}
+	switch a := a.(type) {
+	case state.PeerUpserted:
+		t.upsertPeer(&a.Peer)
+	case state.PeerDeleted:
+		t.deletePeer(a.Name)
+	case state.NodeUpserted:
+		t.upsertNode(&a.Node)
+	case state.NodeDeleted:
+		t.deleteNode(a.Name)
+	case state.ConfigUpserted:
+		t.upsertConfig(&a.Config)
+	case state.ConfigDeleted:
+		t.deleteConfig(a.Name)
+	case state.FilterUpserted:
+		t.upsertFilter(&a.Filter)
+	case state.FilterDeleted:
+		t.deleteFilter(a.Name)
+	case state.SecretUpserted:
+		t.upsertSecret(&a.Secret)
+	case state.SecretDeleted:
+		t.deleteSecret(a.Name)
+	case state.SourceSynced:
+		t.synced(a)
+	case state.InputProblemsReported:
+		t.inputProblems(a)
+	default:
+		return reduceResult(s, a)
+	}
+	return t.finish()
+}
+
+// tx is one reduce step under construction: a shallow copy of the State
+// whose persistent maps are replaced as it goes, plus the addresses whose
+// neighbor must be resolved again before the step ends.
+type tx struct {
+	s       state.State
+	dirty   map[string]struct{}
+	full    bool
+	restart bool
+	at      time.Time
+}
+
+func (t *tx) markDirty(key string) { t.dirty[key] = struct{}{} }
+
+// finish re-derives what the step invalidated, in a fixed order so that
+// generations are assigned deterministically.
+func (t *tx) finish() state.State {
+	if t.full {
+		t.rederiveAll()
+	}
+	keys := make([]string, 0, len(t.dirty))
+	for k := range t.dirty {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.resolve(k)
+	}
+	return t.s
+}

@@ -1,0 +1,177 @@
+package reducer
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/peeragent/peeragent/internal/pmap"
+	"github.com/peeragent/peeragent/state"
+)
+
+var netipZero netip.Addr
+
+// markRR makes a neighbor a route-reflector client when this node reflects
+// (has a cluster ID), the neighbor is iBGP, and it is not a reflector of
+// the same cluster.
+func (t *tx) markRR(n *state.Neighbor, l, remote *state.NodeEntry) {
+	if l.ClusterID == "" || n.PeerASN != t.asnOf(l) {
+		return
+	}
+	if remote != nil && remote.ClusterID == l.ClusterID {
+		return
+	}
+	n.RouteReflectorClient, n.RouteReflectorClusterID = true, l.ClusterID
+}
+
+// families: unicast of the neighbor's family, then the extra families of
+// that family the agent was told to enable.
+func (t *tx) families(v6 bool) []string {
+	fam, other := "ipv4", "ipv6"
+	if v6 {
+		fam, other = other, fam
+	}
+	out := []string{fam + "-unicast"}
+	for _, f := range t.s.Options.ExtraFamilies {
+		if strings.Contains(f, fam) && !strings.Contains(f, other) && f != fam+"-unicast" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// policy builds the neighbor's own policy from its BGPFilters, in the
+// user's order, for its family only. A missing or invalid filter is left
+// out whole and reported on the BGPPeer.
+func (t *tx) policy(n *state.Neighbor, p *state.PeerEntry) []state.Problem {
+	var probs []state.Problem
+	obj := "bgppeer/" + p.Spec.Name
+	for _, name := range p.Spec.Filters {
+		n.Filters = append(n.Filters, name)
+		f, ok := t.s.Inputs.Filters.Get(name)
+		switch {
+		case !ok:
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("filter %s does not exist; ignored until it does", name)})
+		case f.Invalid != "":
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("filter %s not applied: %s", name, f.Invalid)})
+		case n.Address.Is6():
+			n.Policy.Import = append(n.Policy.Import, f.ImportV6...)
+			n.Policy.Export = append(n.Policy.Export, f.ExportV6...)
+		default:
+			n.Policy.Import = append(n.Policy.Import, f.ImportV4...)
+			n.Policy.Export = append(n.Policy.Export, f.ExportV4...)
+		}
+	}
+	switch {
+	case p.Spec.NextHopMode == "Self":
+		n.Policy.NextHop = "self"
+	case p.Spec.NextHopMode == "Keep":
+		n.Policy.NextHop = "keep"
+	case p.Spec.NextHopMode == "" && p.Spec.KeepOriginalNextHop && n.PeerASN != n.LocalASN:
+		n.Policy.NextHop = "keep"
+	}
+	return probs
+}
+
+// password resolves the neighbor's password, failing closed: a required
+// secret that is missing holds back a neighbor never configured, and a
+// configured one keeps the password last applied to it.
+func (t *tx) password(k string, n *state.Neighbor, ref *state.SecretKeyRef) *state.Problem {
+	if ref == nil {
+		return nil
+	}
+	r := *ref
+	n.PasswordRef = &r
+	if sec, ok := t.s.Inputs.Secrets.Get(ref.Name); ok {
+		if v, ok := sec.Data[ref.Key]; ok {
+			n.Password = v
+			return nil
+		}
+	}
+	if ref.Optional {
+		return nil
+	}
+	what := fmt.Sprintf("secret %s/%s key %s", t.s.Options.Namespace, ref.Name, ref.Key)
+	if sess, ok := t.s.Out.Sessions.Get(k); ok && sess.Applied != nil {
+		n.Password = sess.Applied.Password
+		return &state.Problem{Reason: fmt.Sprintf("neighbor %s: %s is missing; keeping the last applied password", n.Address, what)}
+	}
+	n.Waiting = what
+	return &state.Problem{Reason: fmt.Sprintf("neighbor %s waiting for %s", n.Address, what)}
+}
+
+// updateDeps keeps the secret and filter indexes (and so the set of
+// secrets to watch) in step with what the neighbor at k references.
+func (t *tx) updateDeps(k string, old, n *state.Neighbor) {
+	idx := &t.s.Index
+	os, ns := secretOf(old), secretOf(n)
+	if os != ns {
+		if os != "" {
+			idx.SecretUsers = t.unuse(idx.SecretUsers, os, k, true)
+		}
+		if ns != "" {
+			idx.SecretUsers = t.use(idx.SecretUsers, ns, k, true)
+		}
+	}
+	var of, nf []string
+	if old != nil {
+		of = old.Filters
+	}
+	if n != nil {
+		nf = n.Filters
+	}
+	for _, f := range of {
+		if !contains(nf, f) {
+			idx.FilterUsers = t.unuse(idx.FilterUsers, f, k, false)
+		}
+	}
+	for _, f := range nf {
+		if !contains(of, f) {
+			idx.FilterUsers = t.use(idx.FilterUsers, f, k, false)
+		}
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func secretOf(n *state.Neighbor) string {
+	if n == nil || n.PasswordRef == nil {
+		return ""
+	}
+	return n.PasswordRef.Name
+}
+
+type users = *pmap.Map[*pmap.Map[struct{}]]
+
+func (t *tx) use(m users, name, k string, watch bool) users {
+	set, ok := m.Get(name)
+	if !ok {
+		set = pmap.New[struct{}]()
+		if watch {
+			t.s.Out.Watches = t.s.Out.Watches.Set(name, struct{}{})
+		}
+	}
+	return m.Set(name, set.Set(k, struct{}{}))
+}
+
+func (t *tx) unuse(m users, name, k string, watch bool) users {
+	set, ok := m.Get(name)
+	if !ok {
+		return m
+	}
+	set = set.Delete(k)
+	if set.Len() > 0 {
+		return m.Set(name, set)
+	}
+	if watch {
+		t.s.Out.Watches = t.s.Out.Watches.Delete(name)
+	}
+	return m.Delete(name)
+}

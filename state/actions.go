@@ -1,0 +1,149 @@
+package state
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Action is a fact the outside world reports. Reduce is the only consumer.
+type Action interface {
+	// ActionName is the lowerCamel name used in journals and golden files.
+	ActionName() string
+}
+
+// PeerUpserted: a watcher saw a BGPPeer created or changed.
+type PeerUpserted struct {
+	Peer BGPPeer `json:"peer"`
+}
+
+// PeerDeleted: a watcher saw a BGPPeer go (including tombstones).
+type PeerDeleted struct {
+	Name string `json:"name"`
+}
+
+// ConfigUpserted: a watcher saw a BGPConfiguration created or changed.
+type ConfigUpserted struct {
+	Config BGPConfiguration `json:"config"`
+}
+
+// ConfigDeleted: a watcher saw a BGPConfiguration go.
+type ConfigDeleted struct {
+	Name string `json:"name"`
+}
+
+// FilterUpserted: a watcher saw a BGPFilter created or changed.
+type FilterUpserted struct {
+	Filter BGPFilter `json:"filter"`
+}
+
+// FilterDeleted: a watcher saw a BGPFilter go.
+type FilterDeleted struct {
+	Name string `json:"name"`
+}
+
+// NodeUpserted: a watcher saw a Node created or changed (labels or Calico
+// annotations; status-only updates are dropped at the edge).
+type NodeUpserted struct {
+	Node Node `json:"node"`
+}
+
+// NodeDeleted: a watcher saw a Node go.
+type NodeDeleted struct {
+	Name string `json:"name"`
+}
+
+// SecretUpserted: a per-name secret watch saw the Secret (first list or change).
+type SecretUpserted struct {
+	Secret Secret `json:"secret"`
+}
+
+// SecretDeleted: a per-name secret watch saw the Secret go, or found it absent.
+type SecretDeleted struct {
+	Name string `json:"name"`
+}
+
+// SourceSynced: a source delivered a complete list (after start or after a
+// relist). It replaces that kind's objects, implying the deletions; only
+// the field of its Kind is read.
+type SourceSynced struct {
+	Kind    Kind               `json:"kind"`
+	Peers   []BGPPeer          `json:"peers,omitempty"`
+	Configs []BGPConfiguration `json:"configs,omitempty"`
+	Filters []BGPFilter        `json:"filters,omitempty"`
+	Nodes   []Node             `json:"nodes,omitempty"`
+	Secrets []Secret           `json:"secrets,omitempty"`
+}
+
+// InputProblemsReported: a source (the manifest directory) replaces the
+// problems it found in its own input, e.g. an unparsable file.
+type InputProblemsReported struct {
+	Source   string    `json:"source"`
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// PeerApplied: the GoBGP executor applied the effect of generation Gen for
+// Address (add, update or delete, with its policy).
+type PeerApplied struct {
+	Address netip.Addr `json:"address"`
+	Gen     uint64     `json:"gen"`
+	At      time.Time  `json:"at,omitzero"`
+}
+
+// PeerApplyFailed: the GoBGP executor failed the effect of generation Gen.
+// Error is already wrapped with the neighbor's identity and holds no secret.
+type PeerApplyFailed struct {
+	Address netip.Addr `json:"address"`
+	Gen     uint64     `json:"gen"`
+	Error   string     `json:"error"`
+	At      time.Time  `json:"at,omitzero"`
+}
+
+// RetryDue: the backoff timer of a failed neighbor (generation Gen) expired.
+type RetryDue struct {
+	Address netip.Addr `json:"address"`
+	Gen     uint64     `json:"gen"`
+	At      time.Time  `json:"at,omitzero"`
+}
+
+// RouteApplied: the VPP executor installed or removed the reachableBy route
+// of generation Gen, or skipped it because no VPP is configured.
+type RouteApplied struct {
+	Address netip.Addr `json:"address"`
+	Gen     uint64     `json:"gen"`
+	Skipped bool       `json:"skipped,omitempty"`
+}
+
+// RouteApplyFailed: VPP refused the route of generation Gen.
+type RouteApplyFailed struct {
+	Address netip.Addr `json:"address"`
+	Gen     uint64     `json:"gen"`
+	Error   string     `json:"error"`
+}
+
+// SessionStateChanged: GoBGP's peer watch reported a session state
+// (idle, connect, active, opensent, openconfirm, established) at At.
+type SessionStateChanged struct {
+	Address netip.Addr `json:"address"`
+	State   string     `json:"state"`
+	Reason  string     `json:"reason,omitempty"`
+	At      time.Time  `json:"at,omitzero"`
+}
+
+func (PeerUpserted) ActionName() string          { return "peerUpserted" }
+func (PeerDeleted) ActionName() string           { return "peerDeleted" }
+func (ConfigUpserted) ActionName() string        { return "configUpserted" }
+func (ConfigDeleted) ActionName() string         { return "configDeleted" }
+func (FilterUpserted) ActionName() string        { return "filterUpserted" }
+func (FilterDeleted) ActionName() string         { return "filterDeleted" }
+func (NodeUpserted) ActionName() string          { return "nodeUpserted" }
+func (NodeDeleted) ActionName() string           { return "nodeDeleted" }
+func (SecretUpserted) ActionName() string        { return "secretUpserted" }
+func (SecretDeleted) ActionName() string         { return "secretDeleted" }
+func (SourceSynced) ActionName() string          { return "sourceSynced" }
+func (InputProblemsReported) ActionName() string { return "inputProblemsReported" }
+func (PeerApplied) ActionName() string           { return "peerApplied" }
+func (PeerApplyFailed) ActionName() string       { return "peerApplyFailed" }
+func (RetryDue) ActionName() string              { return "retryDue" }
+func (RouteApplied) ActionName() string          { return "routeApplied" }
+func (RouteApplyFailed) ActionName() string      { return "routeApplyFailed" }
+func (SessionStateChanged) ActionName() string   { return "sessionStateChanged" }

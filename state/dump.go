@@ -1,0 +1,65 @@
+package state
+
+import (
+	"sort"
+)
+
+// Dump is the serialisable view of a State: what /state serves, what the
+// golden files pin and what `peeragent plan` reads. Sorted throughout;
+// passwords appear only as fingerprints.
+type Dump struct {
+	Node      string         `json:"node"`
+	Synced    []Kind         `json:"synced"`
+	Server    Server         `json:"server"`
+	Objects   map[string]int `json:"objects"`
+	Watches   []string       `json:"watches"`
+	Neighbors []*Neighbor    `json:"neighbors"`
+	Sessions  []*Session     `json:"sessions"`
+	Problems  []Problem      `json:"problems"`
+}
+
+// Dump builds the serialisable view. It costs O(size of the state): it is
+// for the dump endpoint and tests, never for the reduce path.
+func (s *State) Dump() Dump {
+	d := Dump{
+		Node: s.Node, Server: s.Server, Synced: []Kind{},
+		Watches: s.Out.Watches.Keys(), Neighbors: []*Neighbor{}, Sessions: []*Session{},
+		Objects: map[string]int{
+			"bgppeers": s.Inputs.Peers.Len(), "bgpconfigurations": s.Inputs.Configs.Len(),
+			"bgpfilters": s.Inputs.Filters.Len(), "nodes": s.Inputs.Nodes.Len(),
+			"secrets": s.Inputs.Secrets.Len(),
+		},
+	}
+	for _, k := range append(append([]Kind{}, SyncedKinds...), KindSecret) {
+		if s.Synced[k] {
+			d.Synced = append(d.Synced, k)
+		}
+	}
+	s.Out.Neighbors.Range(func(_ string, n *Neighbor) bool { d.Neighbors = append(d.Neighbors, n); return true })
+	s.Out.Sessions.Range(func(_ string, x *Session) bool { d.Sessions = append(d.Sessions, x); return true })
+	d.Problems = s.AllProblems()
+	return d
+}
+
+// AllProblems lists every problem (derived and reported by sources),
+// sorted by object then reason, without duplicates.
+func (s *State) AllProblems() []Problem {
+	out := []Problem{}
+	add := func(_ string, ps []Problem) bool { out = append(out, ps...); return true }
+	s.Out.Problems.Range(add)
+	s.Inputs.InputProblems.Range(add)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Object != out[j].Object {
+			return out[i].Object < out[j].Object
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	n := 0
+	for i, p := range out {
+		if i == 0 || p != out[n-1] {
+			out[n] = p
+			n++
+		}
+	}
+	return out[:n]
+}

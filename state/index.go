@@ -1,0 +1,109 @@
+package state
+
+import (
+	"net/netip"
+
+	"github.com/peeragent/peeragent/internal/pmap"
+)
+
+// Matcher is a compiled label selector (implemented by package selector;
+// declared here so that State can hold one without importing it).
+type Matcher interface {
+	Matches(labels map[string]string) bool
+	String() string
+}
+
+// PeerEntry is a BGPPeer with its parsed parts. Invalid peers keep their
+// spec (for the dump) and take part in nothing.
+type PeerEntry struct {
+	Spec     *BGPPeer
+	Valid    bool
+	NodeSel  Matcher // nil when nodeSelector is empty
+	PeerSel  Matcher // nil when peerSelector is empty
+	IP       netip.Addr
+	Port     uint16 // 0 when peerIP gave none
+	ASN      uint32
+	LocalASN uint32
+	Reach    netip.Addr
+}
+
+// Global reports whether the peer applies to every node.
+func (p *PeerEntry) Global() bool { return p.Spec.Node == "" && p.Spec.NodeSelector == "" }
+
+// NodeEntry is a Node with its parsed annotations.
+type NodeEntry struct {
+	Spec      *Node
+	V4, V6    netip.Addr // zero when absent or malformed
+	ASN       uint32     // 0 when the annotation is absent or malformed
+	ClusterID string
+}
+
+// Addrs returns the node's addresses, IPv4 first.
+func (n *NodeEntry) Addrs() []netip.Addr {
+	var out []netip.Addr
+	if n.V4.IsValid() {
+		out = append(out, n.V4)
+	}
+	if n.V6.IsValid() {
+		out = append(out, n.V6)
+	}
+	return out
+}
+
+// Addr returns the node's address in the family of a (zero if none).
+func (n *NodeEntry) Addr(v6 bool) netip.Addr {
+	if v6 {
+		return n.V6
+	}
+	return n.V4
+}
+
+// FilterEntry is a BGPFilter compiled to rules, or the reason it cannot be.
+type FilterEntry struct {
+	Spec                                   *BGPFilter
+	Invalid                                string
+	ImportV4, ExportV4, ImportV6, ExportV6 []Rule
+}
+
+// Class orders the sources of a candidate neighbor: lower wins.
+type Class uint8
+
+// Precedence classes (SEMANTICS.md §2.7).
+const (
+	ClassGlobal Class = iota
+	ClassNodeSpecific
+	ClassReverse
+	ClassMesh
+)
+
+// Candidate is one source's wish for a neighbor at Addr. Resolution picks
+// the best candidate per address and turns it into a Neighbor.
+type Candidate struct {
+	Addr   netip.Addr
+	Class  Class
+	Peer   string // BGPPeer name; "" for the mesh
+	Node   string // remote Calico node when the target is one
+	Source string // source key that produced it
+}
+
+// Index holds the reducer's bookkeeping: which source produced what, and
+// who depends on which secret, filter or address. All persistent maps, so
+// that an action touches only what depends on it.
+type Index struct {
+	Cands       *pmap.Map[[]Candidate]         // AddrKey -> candidates, best first
+	Sources     *pmap.Map[[]Candidate]         // source key -> its candidates
+	NodeByAddr  *pmap.Map[string]              // AddrKey -> node name
+	SecretUsers *pmap.Map[*pmap.Map[struct{}]] // secret name -> AddrKeys
+	FilterUsers *pmap.Map[*pmap.Map[struct{}]] // filter name -> AddrKeys
+	SelPeers    *pmap.Map[struct{}]            // peers applying here with a peerSelector
+	RevPeers    *pmap.Map[struct{}]            // peers whose peer side selects this node
+}
+
+func newIndex() Index {
+	return Index{
+		Cands: pmap.New[[]Candidate](), Sources: pmap.New[[]Candidate](),
+		NodeByAddr: pmap.New[string](), SecretUsers: pmap.New[*pmap.Map[struct{}]](),
+		FilterUsers: pmap.New[*pmap.Map[struct{}]](), SelPeers: pmap.New[struct{}](),
+		RevPeers: pmap.New[struct{}](),
+	}
+}

@@ -1,0 +1,87 @@
+package state
+
+// The input objects, as the watchers convert them from Kubernetes. They keep
+// the user's raw text (selectors, addresses, annotations) so that bad input
+// can be reported as a problem by the reducer rather than lost at the edge.
+// Field names follow Calico's JSON so that manifests and goldens read alike.
+
+// SecretKeyRef names one key of a Secret in the agent's namespace.
+type SecretKeyRef struct {
+	Name     string `json:"name"`
+	Key      string `json:"key"`
+	Optional bool   `json:"optional,omitempty"`
+}
+
+// BGPPeer is a Calico BGPPeer spec (projectcalico.org/v3 BGPPeerSpec).
+type BGPPeer struct {
+	Name                     string        `json:"name"`
+	Node                     string        `json:"node,omitempty"`
+	NodeSelector             string        `json:"nodeSelector,omitempty"`
+	PeerIP                   string        `json:"peerIP,omitempty"`
+	PeerSelector             string        `json:"peerSelector,omitempty"`
+	ASNumber                 int64         `json:"asNumber,omitempty"`
+	LocalASNumber            int64         `json:"localASNumber,omitempty"`
+	Password                 *SecretKeyRef `json:"password,omitempty"`
+	SourceAddress            string        `json:"sourceAddress,omitempty"`
+	MaxRestartTime           *Duration     `json:"maxRestartTime,omitempty"`
+	NumAllowedLocalASNumbers int32         `json:"numAllowedLocalASNumbers,omitempty"`
+	TTLSecurity              int32         `json:"ttlSecurity,omitempty"`
+	KeepOriginalNextHop      bool          `json:"keepOriginalNextHop,omitempty"`
+	NextHopMode              string        `json:"nextHopMode,omitempty"`
+	ReversePeering           string        `json:"reversePeering,omitempty"`
+	Filters                  []string      `json:"filters,omitempty"`
+	ReachableBy              string        `json:"reachableBy,omitempty"`
+}
+
+// BGPConfiguration is a Calico BGPConfiguration: "default" or "node.<name>".
+// Pointers distinguish "unset" from a zero value where Calico does.
+type BGPConfiguration struct {
+	Name                   string        `json:"name"`
+	ASNumber               int64         `json:"asNumber,omitempty"`
+	NodeToNodeMeshEnabled  *bool         `json:"nodeToNodeMeshEnabled,omitempty"`
+	ListenPort             int32         `json:"listenPort,omitempty"`
+	NodeMeshPassword       *SecretKeyRef `json:"nodeMeshPassword,omitempty"`
+	NodeMeshMaxRestartTime *Duration     `json:"nodeMeshMaxRestartTime,omitempty"`
+	LogSeverityScreen      string        `json:"logSeverityScreen,omitempty"`
+}
+
+// BGPFilter is a Calico BGPFilter: ordered rules per direction and family.
+type BGPFilter struct {
+	Name     string       `json:"name"`
+	ExportV4 []FilterRule `json:"exportV4,omitempty"`
+	ImportV4 []FilterRule `json:"importV4,omitempty"`
+	ExportV6 []FilterRule `json:"exportV6,omitempty"`
+	ImportV6 []FilterRule `json:"importV6,omitempty"`
+}
+
+// FilterRule is one rule of a BGPFilter, as the user wrote it.
+type FilterRule struct {
+	CIDR          string        `json:"cidr,omitempty"`
+	PrefixLength  *PrefixLength `json:"prefixLength,omitempty"`
+	MatchOperator string        `json:"matchOperator,omitempty"`
+	Source        string        `json:"source,omitempty"`
+	Interface     string        `json:"interface,omitempty"`
+	Action        string        `json:"action"`
+}
+
+// PrefixLength bounds the length of matched prefixes (0 means unset).
+type PrefixLength struct {
+	Min int32 `json:"min,omitempty"`
+	Max int32 `json:"max,omitempty"`
+}
+
+// Node is a Kubernetes Node: its labels and the Calico annotations.
+type Node struct {
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	IPv4Address string            `json:"ipv4Address,omitempty"`
+	IPv6Address string            `json:"ipv6Address,omitempty"`
+	ASNumber    string            `json:"asNumber,omitempty"`
+	RRClusterID string            `json:"routeReflectorClusterID,omitempty"`
+}
+
+// Secret is a Secret of the agent's namespace; only its data matters.
+type Secret struct {
+	Name string              `json:"name"`
+	Data map[string]Password `json:"data,omitempty"`
+}

@@ -1,0 +1,59 @@
+package state
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Lifecycle phases of a neighbor (SEMANTICS.md §6). The transition table
+// lives in the reducer; the phase itself is data here.
+const (
+	PhaseNew         = "new"
+	PhaseWaiting     = "waiting"
+	PhaseConfiguring = "configuring"
+	PhaseConfigured  = "configured"
+	PhaseEstablished = "established"
+	PhaseUpdating    = "updating"
+	PhaseDeleting    = "deleting"
+	PhaseFailed      = "failed"
+)
+
+// Pending operations of a session: what the last effect for it asked.
+const (
+	OpAdd    = "add"
+	OpUpdate = "update"
+	OpDelete = "delete"
+)
+
+// Session is the lifecycle of one neighbor address in the speaker. It
+// outlives its Neighbor while a DeletePeer is pending or failing.
+type Session struct {
+	Address netip.Addr `json:"address"`
+	Phase   string     `json:"phase"`
+	Since   time.Time  `json:"since,omitzero"`
+	// BGP is the speaker's last reported session state (idle, connect,
+	// active, opensent, openconfirm, established), "" before any report.
+	BGP            string `json:"bgp,omitempty"`
+	Flaps          int    `json:"flaps"`
+	LastDownReason string `json:"lastDownReason,omitempty"`
+	Attempts       int    `json:"attempts"`
+	LastError      string `json:"lastError,omitempty"`
+	// Gen is the generation of the desired config: it changes whenever the
+	// neighbor does, and results for another generation are stale.
+	Gen uint64 `json:"gen"`
+	// Op is the operation the last effect for this address performs.
+	Op string `json:"op,omitempty"`
+	// Retry is bumped by RetryDue: a one-shot request Diff turns into a re-issue.
+	Retry uint64 `json:"retry,omitempty"`
+	// Applied is the last config the speaker confirmed (nil before any).
+	Applied *Neighbor `json:"-"`
+	// Route is the VPP route state: "", "pending", "applied", "skipped" or "failed".
+	Route string `json:"route,omitempty"`
+}
+
+// Problem is bad input or an unmet dependency, named by its object
+// (kind/name in lower case) and a human reason. Never a secret value.
+type Problem struct {
+	Object string `json:"object"`
+	Reason string `json:"reason"`
+}

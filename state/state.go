@@ -1,0 +1,109 @@
+package state
+
+import (
+	"net/netip"
+
+	"github.com/peeragent/peeragent/internal/pmap"
+)
+
+// Kind names an input source.
+type Kind string
+
+// The sources whose first complete list gates every BGP and VPP effect.
+const (
+	KindBGPPeer          Kind = "bgppeer"
+	KindBGPConfiguration Kind = "bgpconfiguration"
+	KindBGPFilter        Kind = "bgpfilter"
+	KindNode             Kind = "node"
+	KindSecret           Kind = "secret"
+)
+
+// SyncedKinds are the sources that must list before anything is applied.
+// Secrets are not among them: they are watched by name on demand, and a
+// neighbor waiting for one is held back (fail closed) until it arrives.
+var SyncedKinds = []Kind{KindBGPPeer, KindBGPConfiguration, KindBGPFilter, KindNode}
+
+// Options are the agent's own settings that shape derivation.
+type Options struct {
+	// Namespace holds the password Secrets.
+	Namespace string `json:"namespace"`
+	// TTLExactHop, when true, uses BIRD's ttlMin of 256-n instead of the
+	// default 255-n (one extra hop for the VPP host tap).
+	TTLExactHop bool `json:"ttlExactHop,omitempty"`
+	// ExtraFamilies are enabled beside unicast, e.g. "ipv4-srpolicy",
+	// "l3vpn-ipv6-unicast"; each goes to neighbors of the family it names.
+	ExtraFamilies []string `json:"extraFamilies,omitempty"`
+}
+
+// Server is the embedded speaker's global config; zero before this node
+// (with an address) is known.
+type Server struct {
+	ASN        uint32     `json:"asn"`
+	RouterID   netip.Addr `json:"routerID"`
+	ListenPort uint16     `json:"listenPort"`
+}
+
+// State is everything peeragent knows. Treat it as immutable: the reducer
+// returns new States that share structure with this one.
+type State struct {
+	Node    string  `json:"node"`
+	Options Options `json:"options"`
+	// Seq counts derivation changes; generations are drawn from it.
+	Seq    uint64        `json:"seq"`
+	Synced map[Kind]bool `json:"synced"`
+	Server Server        `json:"server"`
+	Inputs Inputs        `json:"-"`
+	Out    Derived       `json:"-"`
+	Index  Index         `json:"-"`
+}
+
+// Inputs are the objects as last seen, keyed by name.
+type Inputs struct {
+	Peers         *pmap.Map[*PeerEntry]
+	Configs       *pmap.Map[*BGPConfiguration]
+	Filters       *pmap.Map[*FilterEntry]
+	Nodes         *pmap.Map[*NodeEntry]
+	Secrets       *pmap.Map[*Secret]
+	InputProblems *pmap.Map[[]Problem] // by source (e.g. file/PATH), as reported
+}
+
+// Derived is what the reducer computes and Diff compares.
+type Derived struct {
+	Neighbors *pmap.Map[*Neighbor] // by AddrKey
+	Sessions  *pmap.Map[*Session]  // by AddrKey
+	Problems  *pmap.Map[[]Problem] // by owner (peer/NAME, addr/KEY, ...)
+	Watches   *pmap.Map[struct{}]  // secret names to watch
+}
+
+// AllSynced reports whether every gating source has listed.
+func (s *State) AllSynced() bool {
+	for _, k := range SyncedKinds {
+		if !s.Synced[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// New returns the empty State of the agent on node, before any input.
+func New(node string, opts Options) State {
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
+	return State{
+		Node: node, Options: opts, Synced: map[Kind]bool{},
+		Inputs: Inputs{
+			Peers: pmap.New[*PeerEntry](), Configs: pmap.New[*BGPConfiguration](),
+			Filters: pmap.New[*FilterEntry](), Nodes: pmap.New[*NodeEntry](),
+			Secrets: pmap.New[*Secret](), InputProblems: pmap.New[[]Problem](),
+		},
+		Out: Derived{
+			Neighbors: pmap.New[*Neighbor](), Sessions: pmap.New[*Session](),
+			Problems: pmap.New[[]Problem](), Watches: pmap.New[struct{}](),
+		},
+		Index: newIndex(),
+	}
+}
+
+// DefaultNamespace is where password Secrets live unless told otherwise.
+const DefaultNamespace = "calico-vpp-dataplane"
