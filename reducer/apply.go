@@ -20,8 +20,15 @@ func setMember(m *pmap.Map[struct{}], k string, in bool) *pmap.Map[struct{}] {
 
 // applySources replaces the outputs of the given old source keys and of
 // every key in out; sources whose candidates are unchanged touch nothing.
-func (t *tx) applySources(old []string, out map[string]output) {
+//
+// With touch, every address the sources had or have is resolved again even
+// when the candidates are equal: candidates name their BGPPeer, so a change
+// to the peer's settings reaches its neighbors only this way.
+func (t *tx) applySources(old []string, out map[string]output, touch bool) {
 	for _, k := range old {
+		if touch {
+			t.touch(k)
+		}
 		if _, ok := out[k]; !ok {
 			t.setSource(k, output{})
 		}
@@ -33,6 +40,16 @@ func (t *tx) applySources(old []string, out map[string]output) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		t.setSource(k, out[k])
+		if touch {
+			t.touch(k)
+		}
+	}
+}
+
+func (t *tx) touch(source string) {
+	cands, _ := t.s.Index.Sources.Get(source)
+	for _, c := range cands {
+		t.markDirty(state.AddrKey(c.Addr))
 	}
 }
 
@@ -132,7 +149,7 @@ func (t *tx) rederiveAll() {
 			return true
 		})
 	}
-	t.applySources(idx.Sources.Keys(), out)
+	t.applySources(idx.Sources.Keys(), out, false)
 	idx.Cands.Range(func(k string, _ []state.Candidate) bool { t.markDirty(k); return true })
 	t.s.Out.Sessions.Range(func(k string, _ *state.Session) bool { t.markDirty(k); return true })
 	t.setServer(t.server())

@@ -167,7 +167,7 @@ func (t *tx) refreshPeer(name string) {
 		old = append(old, k)
 		return true
 	})
-	t.applySources(old, out)
+	t.applySources(old, out, true)
 }
 
 // refreshNode recomputes the sources another node takes part in: its mesh
@@ -199,5 +199,5 @@ func (t *tx) refreshNode(name string) {
 		}
 		return true
 	})
-	t.applySources(old, out)
+	t.applySources(old, out, false)
 }
