@@ -47,6 +47,14 @@ func reduceResult(s state.State, a state.Action) state.State {
 	case state.SessionStateChanged:
 		t.at = a.At
 		t.sessionState(a)
+	case state.ServerApplied:
+		if a.Server == s.Server {
+			t.setProblems("server", nil)
+		}
+	case state.ServerApplyFailed:
+		if a.Server == s.Server {
+			t.setProblems("server", []state.Problem{{Object: "server", Reason: a.Error}})
+		}
 	}
 	return t.s
 }

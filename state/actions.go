@@ -147,3 +147,19 @@ func (RetryDue) ActionName() string              { return "retryDue" }
 func (RouteApplied) ActionName() string          { return "routeApplied" }
 func (RouteApplyFailed) ActionName() string      { return "routeApplyFailed" }
 func (SessionStateChanged) ActionName() string   { return "sessionStateChanged" }
+
+// ServerApplied: the GoBGP executor started (or restarted) the speaker
+// with Server.
+type ServerApplied struct {
+	Server Server `json:"server"`
+}
+
+// ServerApplyFailed: the speaker could not be started with Server (for
+// example its listen port is taken). Error holds no secret.
+type ServerApplyFailed struct {
+	Server Server `json:"server"`
+	Error  string `json:"error"`
+}
+
+func (ServerApplied) ActionName() string     { return "serverApplied" }
+func (ServerApplyFailed) ActionName() string { return "serverApplyFailed" }

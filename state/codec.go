@@ -27,6 +27,8 @@ var actionTypes = map[string]func() Action{
 	"routeApplied":          func() Action { return &RouteApplied{} },
 	"routeApplyFailed":      func() Action { return &RouteApplyFailed{} },
 	"sessionStateChanged":   func() Action { return &SessionStateChanged{} },
+	"serverApplied":         func() Action { return &ServerApplied{} },
+	"serverApplyFailed":     func() Action { return &ServerApplyFailed{} },
 }
 
 // ActionNames lists every action name, sorted.

@@ -1,0 +1,33 @@
+package effects
+
+import (
+	"context"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// Executor carries out effects and reports what happened as Actions: for
+// each neighbor address and generation, exactly one PeerApplied or
+// PeerApplyFailed (RouteApplied or RouteApplyFailed for VPP routes);
+// ServerApplied or ServerApplyFailed for server effects. A failure on one
+// neighbor never stops the others. Implementations: effects/gobgp,
+// effects/vpp.
+type Executor interface {
+	Execute(ctx context.Context, effs []Effect) []state.Action
+}
+
+// Group splits effects between the speaker and VPP, keeping their order.
+// Secret watches go to neither: the watch layer handles them.
+func Group(effs []Effect) (speaker, vpp, watches []Effect) {
+	for _, e := range effs {
+		switch e.(type) {
+		case AddRoute, DeleteRoute:
+			vpp = append(vpp, e)
+		case WatchSecret, UnwatchSecret:
+			watches = append(watches, e)
+		default:
+			speaker = append(speaker, e)
+		}
+	}
+	return speaker, vpp, watches
+}
