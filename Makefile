@@ -2,11 +2,35 @@
 GO ?= go
 export GOFLAGS ?= -mod=mod
 
-.PHONY: test vet fmt-check bench fuzz golden-update
+.PHONY: test deps vet fmt-check bench fuzz golden-update build demo
 
 ## test: what CI runs: formatting, vet, and every test with the race detector
-test: fmt-check vet
+test: deps fmt-check vet
 	$(GO) test -race -count=1 ./...
+
+## deps: install the real peers the interop tests run (Debian packages), when missing and
+## the machine allows it (root and apt-get); never fails: tests then skip, or fail under CI=true
+## DEPS: command:package pairs; a command is found in PATH or /usr/sbin
+DEPS ?= bird:bird2
+deps:
+	@missing=; for d in $(DEPS); do cmd=$${d%%:*}; pkg=$${d#*:}; \
+	  command -v $$cmd >/dev/null 2>&1 || [ -x /usr/sbin/$$cmd ] || missing="$$missing $$pkg"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	why="interop tests will skip, or fail under CI=true"; \
+	if [ "$$(id -u)" != 0 ]; then echo "deps: not root, not installing$$missing ($$why)"; exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "deps: no apt-get, not installing$$missing ($$why)"; exit 0; fi; \
+	echo "deps: installing$$missing"; log=$$(mktemp); \
+	if { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing; } >$$log 2>&1; \
+	then :; else tail -n 20 $$log; echo "deps: apt-get install$$missing failed ($$why)"; fi; rm -f $$log
+
+## build: the agent binary, ./peeragent
+build:
+	$(GO) build -o peeragent ./cmd/peeragent
+
+## demo: two agents from examples/lab on 127.0.0.1 and 127.0.0.2 until Established
+demo:
+	./examples/lab/demo.sh
 
 vet:
 	$(GO) vet ./...

@@ -7,11 +7,14 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// field is one speaker-visible neighbor setting. reset says whether GoBGP
-// drops the session to apply a change of it (UpdatePeer with a new
-// password, AS, transport, family, AS-path options or graceful-restart
-// settings sends a Cease and starts over; see docs/). This table is the
-// single place that classification lives.
+// field is one speaker-visible neighbor setting. reset says whether
+// applying a change of it drops the session, as measured by
+// effects/gobgp's TestMeasureUpdateResets (docs/gobgp-updates.md): GoBGP's
+// UpdatePeer with a new password, AS, transport, family, AS-path options
+// or graceful-restart settings sends a Cease and starts over; it ignores
+// route-reflector settings altogether, so the executor re-adds the peer,
+// which resets too; TTL settings apply in place. This table is the single
+// place that classification lives.
 type field struct {
 	name  string
 	reset bool
@@ -30,8 +33,8 @@ var fields = []field{
 	{"allowOwnASN", true, func(n *state.Neighbor) string { return fmt.Sprint(n.AllowOwnASN) }},
 	{"ttlMin", false, func(n *state.Neighbor) string { return fmt.Sprint(n.TTLMin) }},
 	{"ebgpMultihopTTL", false, func(n *state.Neighbor) string { return fmt.Sprint(n.EBGPMultihopTTL) }},
-	{"routeReflectorClient", false, func(n *state.Neighbor) string { return fmt.Sprint(n.RouteReflectorClient) }},
-	{"routeReflectorClusterID", false, func(n *state.Neighbor) string { return orDash(n.RouteReflectorClusterID) }},
+	{"routeReflectorClient", true, func(n *state.Neighbor) string { return fmt.Sprint(n.RouteReflectorClient) }},
+	{"routeReflectorClusterID", true, func(n *state.Neighbor) string { return orDash(n.RouteReflectorClusterID) }},
 }
 
 func addrOrDash(s string) string {

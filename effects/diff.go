@@ -96,7 +96,14 @@ func addrEffects(pn, nn *state.Neighbor, ps, ns *state.Session) []Effect {
 		out = addition(cur, gen)
 	case old != nil && cur != nil:
 		out = change(old, cur, gen)
-		if len(out) == 0 && ps != nil && ns != nil && ps.Gen != ns.Gen {
+		if ps != nil && ns != nil && ps.Gen != ns.Gen && (ps.Route == "failed" || ps.Route == "pending") &&
+			ns.Route == "pending" && old.ReachableBy == cur.ReachableBy {
+			// A failed route, or one whose result is still due (it would come
+			// for the old generation and be dropped as stale), is re-issued
+			// under the new generation.
+			out = append(out, AddRoute{Dst: hostRoute(cur.Address), Via: cur.ReachableBy, Gen: gen})
+		}
+		if !toSpeaker(out) && ps != nil && ns != nil && ps.Gen != ns.Gen {
 			out = append(out, UpdatePeer{Old: old, New: cur, Gen: gen})
 		}
 	}
@@ -104,6 +111,20 @@ func addrEffects(pn, nn *state.Neighbor, ps, ns *state.Session) []Effect {
 		out = retry(cur(nn), ns)
 	}
 	return out
+}
+
+// toSpeaker reports whether effs hold a GoBGP call, whose result confirms
+// the generation. A change of the VPP route alone needs a no-change
+// UpdatePeer beside it, or the session would wait for a PeerApplied that
+// no executor sends.
+func toSpeaker(effs []Effect) bool {
+	for _, e := range effs {
+		switch e.(type) {
+		case AddPeer, UpdatePeer, DeletePeer, SetPolicy, DeletePolicy:
+			return true
+		}
+	}
+	return false
 }
 
 func cur(n *state.Neighbor) *state.Neighbor { return activeOrNil(n) }
@@ -185,7 +206,7 @@ func retry(n *state.Neighbor, s *state.Session) []Effect {
 		out = addition(n, s.Gen)
 	case s.Phase == state.PhaseFailed:
 		out = change(s.Applied, n, s.Gen)
-		if len(out) == 0 {
+		if !toSpeaker(out) {
 			out = append(out, UpdatePeer{Old: s.Applied, New: n, Gen: s.Gen})
 		}
 	}

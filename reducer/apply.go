@@ -2,6 +2,7 @@ package reducer
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/peeragent/peeragent/internal/pmap"
 	"github.com/peeragent/peeragent/state"
@@ -51,6 +52,30 @@ func (t *tx) touch(source string) {
 	for _, c := range cands {
 		t.markDirty(state.AddrKey(c.Addr))
 	}
+}
+
+// sourceKeys lists the sources under prefix that hold candidates or
+// problems. A source with problems only (a peerIP in a family this node
+// lacks) has no candidates, yet its problem must go when the source does.
+func (t *tx) sourceKeys(prefix string) []string {
+	var keys []string
+	t.s.Index.Sources.RangeFrom(prefix, func(k string, _ []state.Candidate) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		keys = append(keys, k)
+		return true
+	})
+	sp := "src/" + prefix
+	t.s.Out.Problems.RangeFrom(sp, func(k string, _ []state.Problem) bool {
+		if !strings.HasPrefix(k, sp) {
+			return false
+		}
+		keys = append(keys, strings.TrimPrefix(k, "src/"))
+		return true
+	})
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 func (t *tx) setSource(key string, o output) {
@@ -149,7 +174,7 @@ func (t *tx) rederiveAll() {
 			return true
 		})
 	}
-	t.applySources(idx.Sources.Keys(), out, false)
+	t.applySources(t.sourceKeys(""), out, false)
 	idx.Cands.Range(func(k string, _ []state.Candidate) bool { t.markDirty(k); return true })
 	t.s.Out.Sessions.Range(func(k string, _ *state.Session) bool { t.markDirty(k); return true })
 	t.setServer(t.server())

@@ -82,11 +82,17 @@ func compileMatch(out *state.Rule, r state.FilterRule, v6 bool) error {
 		return fmt.Errorf("matchOperator %q is not Equal, NotEqual, In or NotIn", r.MatchOperator)
 	}
 	if pl := r.PrefixLength; pl != nil {
+		// As Calico: an unset min is the CIDR's length (and a smaller one is
+		// raised to it), an unset max is the family's full length.
 		bits := int32(p.Addr().BitLen())
-		if pl.Min < 0 || pl.Max < 0 || pl.Min > bits || pl.Max > bits || (pl.Max != 0 && pl.Min > pl.Max) {
+		lo, hi := max(int32(p.Bits()), pl.Min), bits
+		if pl.Max != 0 {
+			hi = pl.Max
+		}
+		if pl.Min < 0 || pl.Max < 0 || pl.Min > bits || pl.Max > bits || lo > hi {
 			return fmt.Errorf("prefixLength %d-%d is out of range for %s", pl.Min, pl.Max, r.CIDR)
 		}
-		out.MinLen, out.MaxLen = uint8(pl.Min), uint8(pl.Max)
+		out.MinLen, out.MaxLen = uint8(lo), uint8(hi)
 	}
 	return nil
 }

@@ -75,26 +75,37 @@ func attrsChanged(old, cur *state.NodeEntry) bool {
 	return old.V4 != cur.V4 || old.V6 != cur.V6 || old.ASN != cur.ASN || old.ClusterID != cur.ClusterID
 }
 
+// reindexAddrs keeps NodeByAddr, which holds every node at an address (so
+// that when the owner, the smallest name, goes, the next one takes over).
 func (t *tx) reindexAddrs(name string, old, cur *state.NodeEntry) {
 	idx := &t.s.Index
 	if old != nil {
 		for _, a := range old.Addrs() {
 			k := state.AddrKey(a)
-			if owner, _ := idx.NodeByAddr.Get(k); owner == name {
-				idx.NodeByAddr = idx.NodeByAddr.Delete(k)
-			}
+			idx.NodeByAddr = idx.NodeByAddr.Delete(k + "/" + name)
 			t.markDirty(k)
 		}
 	}
 	if cur != nil {
 		for _, a := range cur.Addrs() {
 			k := state.AddrKey(a)
-			if owner, ok := idx.NodeByAddr.Get(k); !ok || name < owner {
-				idx.NodeByAddr = idx.NodeByAddr.Set(k, name)
-			}
+			idx.NodeByAddr = idx.NodeByAddr.Set(k+"/"+name, name)
 			t.markDirty(k)
 		}
 	}
+}
+
+// nodeAt is the Calico node at an address: of several nodes sharing it,
+// the smallest name.
+func (t *tx) nodeAt(k string) string {
+	var name string
+	t.s.Index.NodeByAddr.RangeFrom(k+"/", func(key, n string) bool {
+		if strings.HasPrefix(key, k+"/") {
+			name = n
+		}
+		return false
+	})
+	return name
 }
 
 func (t *tx) upsertConfig(c *state.BGPConfiguration) {

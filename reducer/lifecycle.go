@@ -29,7 +29,7 @@ const (
 
 // Lifecycle is the session lifecycle table of SEMANTICS.md §6.
 var Lifecycle = fsm.Events{
-	{Name: evHold, Src: []string{pNew, pConfiguring, pFail, pDeleting}, Dst: pWaiting},
+	{Name: evHold, Src: []string{pNew, pConfiguring, pUpdating, pFail, pDeleting}, Dst: pWaiting},
 	{Name: evConfigure, Src: []string{pNew, pWaiting, pFail, pDeleting, pConfiguring, pConfigured, pEstablished, pUpdating}, Dst: pConfiguring},
 	{Name: evUpdate, Src: []string{pConfigured, pEstablished, pUpdating, pConfiguring, pFail}, Dst: pUpdating},
 	{Name: evApplied, Src: []string{pConfiguring, pUpdating, pFail}, Dst: pConfigured},
@@ -82,13 +82,16 @@ func (t *tx) step(k string, old, n *state.Neighbor) {
 	s := t.session(k, addr)
 	ev, op := evUpdate, state.OpUpdate
 	switch {
-	case n == nil && (old.Active() || s.Phase != pWaiting):
+	case n == nil && t.wasSynced && (old.Active() || s.Phase != pWaiting):
 		ev, op = evDelete, state.OpDelete
-	case n == nil:
+	case n == nil: // nothing to undo: never configured, or gone before the first sync
 		t.s.Out.Sessions = t.s.Out.Sessions.Delete(k)
 		return
 	case !n.Active():
 		ev, op = evHold, ""
+		if old.Active() && t.wasSynced {
+			op = state.OpDelete // Diff takes the unconfirmed neighbor out of the speaker
+		}
 	case !old.Active() || t.restart:
 		ev, op = evConfigure, state.OpAdd
 	}
@@ -102,6 +105,9 @@ func (t *tx) step(k string, old, n *state.Neighbor) {
 // routeState: a route is pending whenever the VPP route it needs changes.
 func routeState(cur string, old, n *state.Neighbor) string {
 	if old.Active() && n.Active() && old.ReachableBy == n.ReachableBy {
+		if cur == "failed" {
+			return "pending" // Diff re-issues it under the new generation
+		}
 		return cur
 	}
 	if !n.Active() || !n.ReachableBy.IsValid() {

@@ -11,7 +11,7 @@ import (
 // and total: it reads nothing but its arguments, never fails, never panics
 // on bad input (that becomes a problem in the State) and never modifies s.
 func Reduce(s state.State, a state.Action) state.State {
-	t := &tx{s: s, dirty: map[string]struct{}{}}
+	t := &tx{s: s, dirty: map[string]struct{}{}, wasSynced: s.AllSynced()}
 	switch a := a.(type) {
 	case state.PeerUpserted:
 		t.upsertPeer(&a.Peer)
@@ -52,6 +52,9 @@ type tx struct {
 	full    bool
 	restart bool
 	at      time.Time
+	// wasSynced: every source had listed before this step, so the speaker
+	// has been told about the neighbors (Diff issues nothing before).
+	wasSynced bool
 }
 
 func (t *tx) markDirty(key string) { t.dirty[key] = struct{}{} }

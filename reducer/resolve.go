@@ -138,7 +138,7 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 func (t *tx) remoteNode(k string, c state.Candidate) *state.NodeEntry {
 	name := c.Node
 	if name == "" {
-		name, _ = t.s.Index.NodeByAddr.Get(k)
+		name = t.nodeAt(k)
 	}
 	if name == "" {
 		return nil

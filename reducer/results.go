@@ -36,6 +36,9 @@ func reduceResult(s state.State, a state.Action) state.State {
 			if a.Skipped {
 				x.Route = "skipped"
 			}
+			if x.Phase != pFail { // the route's failure is over; a peer failure is not
+				x.Attempts, x.LastError = 0, ""
+			}
 			t.putSession(k, x)
 		})
 	case state.RouteApplyFailed:

@@ -3,7 +3,6 @@ package reducer
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -158,16 +157,7 @@ func (t *tx) refreshPeer(name string) {
 	idx := &t.s.Index
 	idx.SelPeers = setMember(idx.SelPeers, name, sel)
 	idx.RevPeers = setMember(idx.RevPeers, name, rev)
-	prefix := "p/" + name + "/"
-	var old []string
-	idx.Sources.RangeFrom(prefix, func(k string, _ []state.Candidate) bool {
-		if !strings.HasPrefix(k, prefix) {
-			return false
-		}
-		old = append(old, k)
-		return true
-	})
-	t.applySources(old, out, true)
+	t.applySources(t.sourceKeys("p/"+name+"/"), out, true)
 }
 
 // refreshNode recomputes the sources another node takes part in: its mesh

@@ -20,7 +20,7 @@ type Dump struct {
 
 // Dump builds the serialisable view. It costs O(size of the state): it is
 // for the dump endpoint and tests, never for the reduce path.
-func (s *State) Dump() Dump {
+func (s State) Dump() Dump {
 	d := Dump{
 		Node: s.Node, Server: s.Server, Synced: []Kind{},
 		Watches: s.Out.Watches.Keys(), Neighbors: []*Neighbor{}, Sessions: []*Session{},
@@ -43,7 +43,7 @@ func (s *State) Dump() Dump {
 
 // AllProblems lists every problem (derived and reported by sources),
 // sorted by object then reason, without duplicates.
-func (s *State) AllProblems() []Problem {
+func (s State) AllProblems() []Problem {
 	out := []Problem{}
 	add := func(_ string, ps []Problem) bool { out = append(out, ps...); return true }
 	s.Out.Problems.Range(add)

@@ -92,7 +92,7 @@ type Candidate struct {
 type Index struct {
 	Cands       *pmap.Map[[]Candidate]         // AddrKey -> candidates, best first
 	Sources     *pmap.Map[[]Candidate]         // source key -> its candidates
-	NodeByAddr  *pmap.Map[string]              // AddrKey -> node name
+	NodeByAddr  *pmap.Map[string]              // AddrKey/NODE -> NODE, every node at an address
 	SecretUsers *pmap.Map[*pmap.Map[struct{}]] // secret name -> AddrKeys
 	FilterUsers *pmap.Map[*pmap.Map[struct{}]] // filter name -> AddrKeys
 	SelPeers    *pmap.Map[struct{}]            // peers applying here with a peerSelector

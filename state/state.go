@@ -76,7 +76,7 @@ type Derived struct {
 }
 
 // AllSynced reports whether every gating source has listed.
-func (s *State) AllSynced() bool {
+func (s State) AllSynced() bool {
 	for _, k := range SyncedKinds {
 		if !s.Synced[k] {
 			return false

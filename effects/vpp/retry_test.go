@@ -1,0 +1,35 @@
+package vpp
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/effects/retry"
+	"github.com/peeragent/peeragent/state"
+)
+
+// TestVPPErrorIsRetried closes the loop of issue item 4: a retval from
+// VPP becomes RouteApplyFailed, which the retry Scheduler turns into a
+// RetryDue for the same address and generation.
+func TestVPPErrorIsRetried(t *testing.T) {
+	vpp := newFakeVPP(t, noSuchFIB)
+	due := make(chan state.Action, 1)
+	sched := retry.New(func(a state.Action) { due <- a }, nil, nil)
+	defer sched.Stop()
+
+	results := New(vpp.conn, nil).Execute(context.Background(),
+		[]effects.Effect{effects.AddRoute{Dst: host(nbr4), Via: gw4, Gen: 7}})
+	for _, a := range results {
+		sched.Observe(a)
+	}
+	select {
+	case a := <-due:
+		if rd, ok := a.(state.RetryDue); !ok || rd.Address != nbr4 || rd.Gen != 7 {
+			t.Errorf("dispatched %#v, want RetryDue{10.0.0.9, 7}", a)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no RetryDue within 5s after %v", results)
+	}
+}

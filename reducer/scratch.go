@@ -1,0 +1,52 @@
+package reducer
+
+import (
+	"github.com/peeragent/peeragent/state"
+)
+
+// Objects are complete lists of the input objects of every kind: what a
+// full relist of every source would deliver.
+type Objects struct {
+	Peers   []state.BGPPeer
+	Configs []state.BGPConfiguration
+	Filters []state.BGPFilter
+	Nodes   []state.Node
+	Secrets []state.Secret
+}
+
+// FromScratch derives the State of the agent on node from complete object
+// lists alone, with no history: one SourceSynced per kind reduced into
+// state.New. It is the reference the incremental reducer must agree with
+// (the property test compares them) and "the old way" benchmarks measure
+// against. Session history (applied configs, flaps, generations) is not
+// derivable from objects, so the result has fresh sessions only.
+//
+// The State keeps pointers into objects' slices and maps: the caller must
+// not modify them afterwards.
+func FromScratch(node string, opts state.Options, objects Objects) state.State {
+	s := state.New(node, opts)
+	for _, a := range []state.SourceSynced{
+		{Kind: state.KindNode, Nodes: objects.Nodes},
+		{Kind: state.KindBGPConfiguration, Configs: objects.Configs},
+		{Kind: state.KindBGPFilter, Filters: objects.Filters},
+		{Kind: state.KindSecret, Secrets: objects.Secrets},
+		{Kind: state.KindBGPPeer, Peers: objects.Peers},
+	} {
+		s = Reduce(s, a)
+	}
+	return s
+}
+
+// ObjectsOf returns the input objects a State currently holds, each kind
+// sorted by name. The objects are copies of the top-level structs; their
+// maps and slices are shared with the State and must not be modified.
+func ObjectsOf(s state.State) Objects {
+	var o Objects
+	in := s.Inputs
+	in.Peers.Range(func(_ string, e *state.PeerEntry) bool { o.Peers = append(o.Peers, *e.Spec); return true })
+	in.Configs.Range(func(_ string, c *state.BGPConfiguration) bool { o.Configs = append(o.Configs, *c); return true })
+	in.Filters.Range(func(_ string, e *state.FilterEntry) bool { o.Filters = append(o.Filters, *e.Spec); return true })
+	in.Nodes.Range(func(_ string, e *state.NodeEntry) bool { o.Nodes = append(o.Nodes, *e.Spec); return true })
+	in.Secrets.Range(func(_ string, x *state.Secret) bool { o.Secrets = append(o.Secrets, *x); return true })
+	return o
+}
