@@ -24,7 +24,7 @@ type field struct {
 var fields = []field{
 	{"peerASN", true, func(n *state.Neighbor) string { return fmt.Sprint(n.PeerASN) }},
 	{"localASN", true, func(n *state.Neighbor) string { return fmt.Sprint(n.LocalASN) }},
-	{"password", true, func(n *state.Neighbor) string { return orDash(n.Password.Fingerprint()) }},
+	{"password", true, func(n *state.Neighbor) string { return orNone(n.Password.Fingerprint()) }},
 	{"port", true, func(n *state.Neighbor) string { return fmt.Sprint(n.Port) }},
 	{"sourceAddress", true, func(n *state.Neighbor) string { return addrOrDash(n.SourceAddress.String()) }},
 	{"passive", true, func(n *state.Neighbor) string { return fmt.Sprint(n.Passive) }},
@@ -34,12 +34,19 @@ var fields = []field{
 	{"ttlMin", false, func(n *state.Neighbor) string { return fmt.Sprint(n.TTLMin) }},
 	{"ebgpMultihopTTL", false, func(n *state.Neighbor) string { return fmt.Sprint(n.EBGPMultihopTTL) }},
 	{"routeReflectorClient", true, func(n *state.Neighbor) string { return fmt.Sprint(n.RouteReflectorClient) }},
-	{"routeReflectorClusterID", true, func(n *state.Neighbor) string { return orDash(n.RouteReflectorClusterID) }},
+	{"routeReflectorClusterID", true, func(n *state.Neighbor) string { return orNone(n.RouteReflectorClusterID) }},
 }
 
 func addrOrDash(s string) string {
 	if s == "invalid IP" {
-		return "-"
+		return "none"
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
 	}
 	return s
 }

@@ -94,7 +94,10 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 	if remote != nil && (c.Node != "" || p.ASN == t.asnOf(remote)) {
 		n.Port = t.portOf(remote.Spec.Name)
 	}
-	if c.Node != "" {
+	if c.Class == state.ClassReverse && p.LocalASN != 0 {
+		// The node side presents the BGPPeer's localASNumber to us.
+		n.PeerASN = p.LocalASN
+	} else if c.Node != "" {
 		n.PeerASN = t.asnOf(remote)
 	} else {
 		n.PeerASN = p.ASN
