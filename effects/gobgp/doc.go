@@ -1,0 +1,36 @@
+// Package gobgp is the executor of speaker effects on an embedded GoBGP
+// (github.com/osrg/gobgp/v3, pkg/server) server. It is the only code in
+// peeragent that talks to GoBGP.
+//
+// Contract:
+//   - Execute carries out StartServer, RestartServer, StopServer, SetPolicy,
+//     AddPeer, UpdatePeer, DeletePeer and DeletePolicy, in the order given,
+//     and reports what happened as Actions: for each neighbor address and
+//     generation exactly one state.PeerApplied or state.PeerApplyFailed
+//     (a neighbor's remaining effects stop at its first error; the other
+//     neighbors go on), and for each server effect one state.ServerApplied
+//     or state.ServerApplyFailed. Route and secret-watch effects are not
+//     the speaker's and are ignored.
+//   - Everything is idempotent: deleting what is absent succeeds, adding an
+//     existing peer updates it, and applying the same effects again makes
+//     no call that changes the speaker (GoBGP's UpdatePeer of an identical
+//     config does not touch the session; an unchanged policy is not
+//     re-installed). GoBGP's error strings are recognised in kindOf only.
+//   - Errors are wrapped once, here, with the neighbor's identity
+//     ("add peer 10.0.0.2 (AS 64513): ..."), and never hold a password: the
+//     mapping in peerFor is the only place a password is revealed, and
+//     every error and GoBGP log line is scrubbed of the passwords in use.
+//   - Each neighbor's policy is its own: a neighbor set, prefix sets and
+//     import/export policies named after its address, created before the
+//     peer and removed after it. See policy.go for the mapping of Calico's
+//     operators and why the policies are assigned to GoBGP's global table.
+//   - WatchSessions turns GoBGP's peer events into state.SessionStateChanged
+//     with the lower-case state name, the down reason when GoBGP logged one,
+//     and the time.
+//   - GoBGP's logs go through slog (Options.Logger, from
+//     Options.GoBGPLevel up).
+//
+// Which neighbor settings GoBGP applies in place and which reset the
+// session is measured by TestMeasureUpdateResets and written up in
+// docs/gobgp-updates.md; effects/classify.go holds the result.
+package gobgp

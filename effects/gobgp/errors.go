@@ -1,0 +1,90 @@
+package gobgp
+
+import (
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// errKind is what a GoBGP error means for idempotency.
+type errKind int
+
+const (
+	errOther  errKind = iota
+	errAbsent         // the object (peer, policy, set, server) is not there
+	errExists         // the peer is already configured
+)
+
+// kindOf is the one place GoBGP's error strings are recognised: GoBGP v3
+// returns plain fmt.Errorf values, so the text is all there is. Each caller
+// checks only the kind that makes its own call idempotent (deleting an
+// absent object succeeds, adding an existing peer updates it).
+//
+// The strings, from pkg/server/server.go and internal/pkg/table/policy.go
+// of GoBGP v3.37.0:
+//   - "can't delete a peer configuration for X"   DeletePeer of an absent peer
+//   - "neighbor that has X doesn't exist"         UpdatePeer, ResetPeer of an absent peer
+//   - "not found policy X", "not found defined-set: X", "not found statement: X",
+//     "not found peer X"                          policy objects that are not there
+//   - "bgp server hasn't started yet"             no server, so no peer either
+//   - "can't overwrite the existing peer: X"      AddPeer of a configured peer
+func kindOf(err error) errKind {
+	if err == nil {
+		return errOther
+	}
+	msg := err.Error()
+	for _, s := range []string{"can't delete a peer configuration", "doesn't exist", "not found", "hasn't started yet"} {
+		if strings.Contains(msg, s) {
+			return errAbsent
+		}
+	}
+	if strings.Contains(msg, "can't overwrite the existing peer") {
+		return errExists
+	}
+	return errOther
+}
+
+// ignoreAbsent turns "not there" into success, for removals.
+func ignoreAbsent(err error) error {
+	if kindOf(err) == errAbsent {
+		return nil
+	}
+	return err
+}
+
+// redactor knows the passwords handed to GoBGP, so that no error or log
+// line leaving this package can carry one, whatever GoBGP put in it.
+type redactor struct {
+	mu      sync.RWMutex
+	secrets map[netip.Addr]string
+}
+
+func newRedactor() *redactor { return &redactor{secrets: map[netip.Addr]string{}} }
+
+// remember records the password in use for a neighbor ("" forgets it).
+func (r *redactor) remember(a netip.Addr, secret string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if secret == "" {
+		delete(r.secrets, a)
+		return
+	}
+	r.secrets[a] = secret
+}
+
+// scrub replaces every known password in s. Longest first, so that a
+// password containing another is removed whole.
+func (r *redactor) scrub(s string) string {
+	r.mu.RLock()
+	list := make([]string, 0, len(r.secrets))
+	for _, v := range r.secrets {
+		list = append(list, v)
+	}
+	r.mu.RUnlock()
+	sort.Slice(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
+	for _, v := range list {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	return s
+}

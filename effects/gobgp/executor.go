@@ -1,0 +1,247 @@
+package gobgp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/osrg/gobgp/v3/pkg/server"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/state"
+)
+
+// Options configure an Executor.
+type Options struct {
+	// ListenAddresses are the addresses the speaker accepts sessions on;
+	// empty means GoBGP's default, every address ("0.0.0.0" and "::").
+	ListenAddresses []string
+	// Logger receives the executor's and GoBGP's logs (slog.Default() if nil).
+	Logger *slog.Logger
+	// GoBGPLevel is the lowest level of GoBGP's own messages that are
+	// passed on (GoBGP is chatty at Info); the zero value is Info, so set
+	// slog.LevelWarn to keep only its warnings and errors.
+	GoBGPLevel slog.Level
+	// Now is the clock for result and session timestamps (time.Now if nil).
+	Now func() time.Time
+}
+
+// Executor carries out speaker effects on an embedded GoBGP server. It is
+// safe for concurrent use; Execute calls run one at a time.
+type Executor struct {
+	bgp     *server.BgpServer
+	log     *slog.Logger
+	glog    *gobgpLogger
+	secrets *redactor
+	listen  []string
+	now     func() time.Time
+
+	mu       sync.Mutex // guards what follows; held for a whole Execute
+	running  *state.Server
+	policies map[netip.Addr]installed
+}
+
+var _ effects.Executor = (*Executor)(nil)
+
+// New creates the embedded speaker (not started: StartServer does that)
+// and its event loop.
+func New(opts Options) *Executor {
+	e := &Executor{
+		log:      opts.Logger,
+		secrets:  newRedactor(),
+		listen:   append([]string(nil), opts.ListenAddresses...),
+		now:      opts.Now,
+		policies: map[netip.Addr]installed{},
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	e.glog = newGoBGPLogger(e.log.With("component", "gobgp"), opts.GoBGPLevel, e.secrets)
+	e.bgp = server.NewBgpServer(server.LoggerOption(e.glog))
+	// Serve is GoBGP's single event loop; it never returns (GoBGP v3 has
+	// no way to end it), so one goroutine per Executor outlives Close.
+	go e.bgp.Serve()
+	return e
+}
+
+// Close stops the speaker, dropping every session and closing its
+// listeners.
+func (e *Executor) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopServer(context.Background())
+}
+
+// Execute carries out the speaker's effects in order and reports, for each
+// neighbor address and generation, one PeerApplied or PeerApplyFailed, and
+// for each server effect one ServerApplied or ServerApplyFailed. A
+// neighbor's effects stop at its first error; the other neighbors go on.
+// VPP route and secret-watch effects are not the speaker's and are ignored.
+func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []state.Action
+	for _, b := range batches(effs) {
+		if b.server != nil {
+			out = append(out, e.runServer(ctx, b.server))
+		} else {
+			out = append(out, e.runNeighbor(ctx, b))
+		}
+	}
+	return out
+}
+
+// batch is one server effect, or every effect of one neighbor generation.
+type batch struct {
+	server effects.Effect
+	addr   netip.Addr
+	gen    uint64
+	effs   []effects.Effect
+}
+
+type batchKey struct {
+	addr netip.Addr
+	gen  uint64
+}
+
+// batches groups the neighbor effects by address and generation, in the
+// order each group first appears (Diff already emits them together).
+func batches(effs []effects.Effect) []*batch {
+	var out []*batch
+	index := map[batchKey]*batch{}
+	for _, eff := range effs {
+		switch eff.(type) {
+		case effects.StartServer, effects.RestartServer, effects.StopServer:
+			out = append(out, &batch{server: eff})
+			continue
+		case effects.AddPeer, effects.UpdatePeer, effects.DeletePeer, effects.SetPolicy, effects.DeletePolicy:
+		default:
+			continue
+		}
+		k := batchKey{eff.Address(), genOf(eff)}
+		b, ok := index[k]
+		if !ok {
+			b = &batch{addr: k.addr, gen: k.gen}
+			index[k] = b
+			out = append(out, b)
+		}
+		b.effs = append(b.effs, eff)
+	}
+	return out
+}
+
+func genOf(eff effects.Effect) uint64 {
+	switch e := eff.(type) {
+	case effects.AddPeer:
+		return e.Gen
+	case effects.UpdatePeer:
+		return e.Gen
+	case effects.DeletePeer:
+		return e.Gen
+	case effects.SetPolicy:
+		return e.Gen
+	case effects.DeletePolicy:
+		return e.Gen
+	}
+	return 0
+}
+
+func (e *Executor) runNeighbor(ctx context.Context, b *batch) state.Action {
+	for _, eff := range b.effs {
+		err := ctx.Err()
+		if err == nil {
+			err = e.apply(ctx, eff)
+		}
+		if err != nil {
+			msg := e.secrets.scrub(describe(eff) + ": " + err.Error())
+			e.log.Warn("speaker effect failed", "effect", eff.String(), "error", msg)
+			return state.PeerApplyFailed{Address: b.addr, Gen: b.gen, Error: msg, At: e.now()}
+		}
+	}
+	return state.PeerApplied{Address: b.addr, Gen: b.gen, At: e.now()}
+}
+
+func (e *Executor) apply(ctx context.Context, eff effects.Effect) error {
+	switch x := eff.(type) {
+	case effects.SetPolicy:
+		return e.setPolicy(ctx, x.Addr, x.Policy)
+	case effects.AddPeer:
+		return e.addPeer(ctx, x.Neighbor)
+	case effects.UpdatePeer:
+		if x.Reset {
+			e.glog.reasons.expect(x.New.Address, "reconfigured: "+resetFields(x.Changes))
+		}
+		err := e.updatePeer(ctx, x.New)
+		if err != nil && x.Reset {
+			e.glog.reasons.forget(x.New.Address) // no reset happened to explain
+		}
+		return err
+	case effects.DeletePeer:
+		return e.deletePeer(ctx, x.Addr)
+	case effects.DeletePolicy:
+		return e.deletePolicy(ctx, x.Addr)
+	}
+	return fmt.Errorf("not a speaker effect: %s", eff)
+}
+
+// resetFields names the changed settings that reset the session.
+func resetFields(cs []effects.Change) string {
+	var names []string
+	for _, c := range cs {
+		if c.Reset {
+			names = append(names, c.Field)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// describe names the operation and the neighbor for an error message; it
+// is the one place errors are wrapped.
+func describe(eff effects.Effect) string {
+	switch x := eff.(type) {
+	case effects.AddPeer:
+		return fmt.Sprintf("add peer %s (AS %d)", x.Neighbor.Address, x.Neighbor.PeerASN)
+	case effects.UpdatePeer:
+		return fmt.Sprintf("update peer %s (AS %d)", x.New.Address, x.New.PeerASN)
+	case effects.DeletePeer:
+		return fmt.Sprintf("delete peer %s", x.Addr)
+	case effects.SetPolicy:
+		return fmt.Sprintf("set policy %s", x.Addr)
+	case effects.DeletePolicy:
+		return fmt.Sprintf("delete policy %s", x.Addr)
+	}
+	return eff.String()
+}
+
+func (e *Executor) runServer(ctx context.Context, eff effects.Effect) state.Action {
+	var srv state.Server
+	var err error
+	switch x := eff.(type) {
+	case effects.StartServer:
+		srv = x.Server
+		err = e.startServer(ctx, srv)
+	case effects.RestartServer:
+		srv = x.New
+		if err = e.stopServer(ctx); err == nil {
+			err = e.startServer(ctx, srv)
+		}
+	case effects.StopServer:
+		err = e.stopServer(ctx)
+	}
+	if err != nil {
+		msg := e.secrets.scrub(fmt.Sprintf("start server (%s): %v", describeServer(srv), err))
+		if _, stop := eff.(effects.StopServer); stop {
+			msg = e.secrets.scrub("stop server: " + err.Error())
+		}
+		e.log.Error("speaker server effect failed", "effect", eff.String(), "error", msg)
+		return state.ServerApplyFailed{Server: srv, Error: msg}
+	}
+	return state.ServerApplied{Server: srv}
+}

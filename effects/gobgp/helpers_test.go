@@ -1,0 +1,265 @@
+package gobgp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/state"
+)
+
+// requireLoopback skips the test when the extra loopback addresses cannot
+// be bound, loudly, and fails it instead under CI=true, where the real
+// speaker tests must run.
+func requireLoopback(t *testing.T, addrs ...string) {
+	t.Helper()
+	for _, a := range addrs {
+		l, err := net.Listen("tcp4", net.JoinHostPort(a, "0"))
+		if err != nil {
+			msg := fmt.Sprintf("SKIPPING REAL-SPEAKER TEST: cannot bind %s (%v); these tests need the whole 127.0.0.0/8 on lo", a, err)
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+		l.Close()
+	}
+}
+
+// freePort returns a TCP port that is free on addr now. The speaker binds
+// it a moment later; on loopback nothing else races for it.
+func freePort(t *testing.T, addr string) uint16 {
+	t.Helper()
+	l, err := net.Listen("tcp4", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		t.Fatalf("free port on %s: %v", addr, err)
+	}
+	defer l.Close()
+	return uint16(l.Addr().(*net.TCPAddr).Port)
+}
+
+// logBuf collects a test's logs. GoBGP's goroutines outlive the test, so
+// logs go to a buffer (printed when the test fails), never to t.Log.
+type logBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// speaker is one executor under test, with its logs and session events.
+type speaker struct {
+	*Executor
+	addr   string
+	port   uint16
+	logs   *logBuf
+	events *recorder
+}
+
+// newSpeaker makes an executor listening on addr (port chosen free) and
+// watches its sessions until the test ends.
+func newSpeaker(t *testing.T, addr string) *speaker {
+	t.Helper()
+	logs := &logBuf{}
+	lg := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sp := &speaker{
+		Executor: New(Options{ListenAddresses: []string{addr}, Logger: lg, GoBGPLevel: slog.LevelInfo}),
+		addr:     addr, port: freePort(t, addr), logs: logs, events: newRecorder(),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sp.WatchSessions(ctx, sp.events.add) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("WatchSessions: %v", err)
+		}
+		if err := sp.Close(); err != nil {
+			t.Errorf("close %s: %v", addr, err)
+		}
+		if t.Failed() {
+			t.Logf("logs of %s:\n%s", addr, logs.String())
+		}
+	})
+	return sp
+}
+
+func (sp *speaker) server(asn uint32) state.Server {
+	return state.Server{ASN: asn, RouterID: netip.MustParseAddr(sp.addr), ListenPort: sp.port}
+}
+
+// neighborOf is how sp sees remote, in Calico's defaults: graceful
+// restart 120 s, unicast of the family, eBGP multihop 255 between ASes.
+func neighborOf(sp, remote *speaker, localAS, peerAS uint32) *state.Neighbor {
+	n := &state.Neighbor{
+		Address: netip.MustParseAddr(remote.addr), Port: remote.port,
+		PeerASN: peerAS, LocalASN: localAS, Origin: "test",
+		SourceAddress:          netip.MustParseAddr(sp.addr),
+		GracefulRestartSeconds: 120, Families: []string{"ipv4-unicast"},
+	}
+	if localAS != peerAS {
+		n.EBGPMultihopTTL = 255
+	}
+	return n
+}
+
+// mustApply executes effs and fails the test unless every result is a
+// success.
+func mustApply(t *testing.T, e *Executor, effs ...effects.Effect) []state.Action {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res := e.Execute(ctx, effs)
+	for _, r := range res {
+		switch r := r.(type) {
+		case state.PeerApplyFailed:
+			t.Fatalf("unexpected failure: %s", r.Error)
+		case state.ServerApplyFailed:
+			t.Fatalf("unexpected server failure: %s", r.Error)
+		}
+	}
+	return res
+}
+
+// recorder keeps every session action a watch dispatched.
+type recorder struct {
+	mu      sync.Mutex
+	events  []state.SessionStateChanged
+	changed chan struct{}      // closed and replaced on every event
+	also    func(state.Action) // an agent the events go to as well
+}
+
+func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
+
+func (r *recorder) add(a state.Action) {
+	r.mu.Lock()
+	r.events = append(r.events, a.(state.SessionStateChanged))
+	close(r.changed)
+	r.changed = make(chan struct{})
+	also := r.also
+	r.mu.Unlock()
+	if also != nil {
+		also(a)
+	}
+}
+
+// forward sends every later event to fn too.
+func (r *recorder) forward(fn func(state.Action)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.also = fn
+}
+
+// mark is the number of events so far, to look only at what follows.
+func (r *recorder) mark() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}
+
+// since lists the events for addr after mark m.
+func (r *recorder) since(m int, addr string) []state.SessionStateChanged {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []state.SessionStateChanged
+	for _, ev := range r.events[m:] {
+		if ev.Address.String() == addr {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// last is the latest state reported for addr ("" if none).
+func (r *recorder) last(addr string) string {
+	evs := r.since(0, addr)
+	if len(evs) == 0 {
+		return ""
+	}
+	return evs[len(evs)-1].State
+}
+
+// waitUntil blocks until cond holds (checked on every event) or the
+// timeout passes; it reports whether cond held.
+func (r *recorder) waitUntil(timeout time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		ch := r.changed
+		r.mu.Unlock()
+		if cond() {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return cond()
+		}
+	}
+}
+
+// waitState waits until addr's latest reported state is want.
+func (r *recorder) waitState(t *testing.T, addr, want string, timeout time.Duration) {
+	t.Helper()
+	if !r.waitUntil(timeout, func() bool { return r.last(addr) == want }) {
+		t.Fatalf("session %s: want %s within %s, have %q; events: %s", addr, want, timeout, r.last(addr), r.describe(addr))
+	}
+}
+
+// waitBounce waits until addr's session, after mark m, first left
+// established and then came back.
+func (r *recorder) waitBounce(t *testing.T, m int, addr string, timeout time.Duration) {
+	t.Helper()
+	ok := r.waitUntil(timeout, func() bool {
+		evs := r.since(m, addr)
+		return len(evs) >= 2 && evs[0].State != "established" && evs[len(evs)-1].State == "established"
+	})
+	if !ok {
+		t.Fatalf("session %s: want a drop and established again within %s; events: %s", addr, timeout, r.describe(addr))
+	}
+}
+
+func (r *recorder) describe(addr string) string {
+	var parts []string
+	for _, ev := range r.since(0, addr) {
+		s := ev.State
+		if ev.Reason != "" {
+			s += " (" + ev.Reason + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " -> ")
+}
+
+// pollUntil re-checks cond every few milliseconds until it holds or the
+// timeout passes, for state that no event announces (RIB contents).
+func pollUntil(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cond()
+}

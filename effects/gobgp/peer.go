@@ -1,0 +1,136 @@
+package gobgp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	api "github.com/osrg/gobgp/v3/api"
+	"github.com/osrg/gobgp/v3/pkg/packet/bgp"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// maxRestartTime is the largest restart time the graceful-restart
+// capability can carry (a 12-bit field, RFC 4724); GoBGP would silently
+// truncate a larger one.
+const maxRestartTime = 4095
+
+// peerFor maps a neighbor to GoBGP's api.Peer (SEMANTICS.md §3). It is the
+// only place a password is revealed.
+func peerFor(n *state.Neighbor) (*api.Peer, error) {
+	fams, err := afiSafis(n.Families, n.GracefulRestartSeconds > 0)
+	if err != nil {
+		return nil, err
+	}
+	p := &api.Peer{
+		Conf: &api.PeerConf{
+			NeighborAddress: n.Address.String(),
+			PeerAsn:         n.PeerASN,
+			LocalAsn:        n.LocalASN,
+			AuthPassword:    n.Password.Reveal(),
+			AllowOwnAsn:     uint32(n.AllowOwnASN),
+		},
+		Transport: &api.Transport{
+			RemotePort:  uint32(n.Port),
+			PassiveMode: n.Passive,
+		},
+		GracefulRestart: gracefulRestart(n.GracefulRestartSeconds),
+		EbgpMultihop:    &api.EbgpMultihop{},
+		TtlSecurity:     &api.TtlSecurity{},
+		RouteReflector:  &api.RouteReflector{},
+		AfiSafis:        fams,
+	}
+	if n.SourceAddress.IsValid() {
+		p.Transport.LocalAddress = n.SourceAddress.String()
+	}
+	// GoBGP refuses both at once; the reducer never derives both.
+	if n.TTLMin > 0 {
+		p.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: uint32(n.TTLMin)}
+	}
+	if n.EBGPMultihopTTL > 0 {
+		p.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(n.EBGPMultihopTTL)}
+	}
+	if n.RouteReflectorClient {
+		p.RouteReflector = &api.RouteReflector{RouteReflectorClient: true, RouteReflectorClusterId: n.RouteReflectorClusterID}
+	}
+	return p, nil
+}
+
+// gracefulRestart is Calico's template: restart time, notification
+// (RFC 8538) and long-lived GR all on; zero seconds turns GR off.
+func gracefulRestart(secs uint32) *api.GracefulRestart {
+	if secs == 0 {
+		return &api.GracefulRestart{}
+	}
+	return &api.GracefulRestart{
+		Enabled:             true,
+		RestartTime:         min(secs, maxRestartTime),
+		NotificationEnabled: true,
+		LonglivedEnabled:    true,
+	}
+}
+
+// afiSafis enables each named family. The unicast ones carry the
+// multiprotocol graceful-restart flag (as Calico/VPP's agent does); the
+// extra families (VPN, SR policy) do not.
+func afiSafis(names []string, gr bool) ([]*api.AfiSafi, error) {
+	out := make([]*api.AfiSafi, 0, len(names))
+	for _, name := range names {
+		fam, err := family(name)
+		if err != nil {
+			return nil, err
+		}
+		a := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: fam, Enabled: true}}
+		if gr && fam.Safi == api.Family_SAFI_UNICAST {
+			a.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// family reads GoBGP's own family names ("ipv4-unicast", "l3vpn-ipv6-unicast",
+// "ipv4-srpolicy"...), which are the names the State uses.
+func family(name string) (*api.Family, error) {
+	rf, err := bgp.GetRouteFamily(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown address family %q", name)
+	}
+	afi, safi := bgp.RouteFamilyToAfiSafi(rf)
+	return &api.Family{Afi: api.Family_Afi(afi), Safi: api.Family_Safi(safi)}, nil
+}
+
+// unicastFamily is the family a neighbor's filter rules apply to.
+func unicastFamily(a netip.Addr) *api.Family {
+	if a.Is4() {
+		return &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+	}
+	return &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
+}
+
+// sameReflector reports whether the speaker's peer has the wanted
+// route-reflector settings. GoBGP reports the effective cluster ID (its
+// router ID when none is set, a number as a dotted quad), so compare that.
+func sameReflector(cur, want *api.Peer) bool {
+	c, w := cur.GetRouteReflector(), want.GetRouteReflector()
+	if c.GetRouteReflectorClient() != w.GetRouteReflectorClient() {
+		return false
+	}
+	if !w.GetRouteReflectorClient() || w.GetRouteReflectorClusterId() == "" {
+		return true
+	}
+	return c.GetRouteReflectorClusterId() == clusterID(w.GetRouteReflectorClusterId())
+}
+
+// clusterID normalises a cluster ID the way GoBGP does: a 32-bit number
+// becomes a dotted quad.
+func clusterID(id string) string {
+	if n, err := strconv.ParseUint(id, 10, 32); err == nil {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(n))
+		return netip.AddrFrom4(b).String()
+	}
+	return id
+}

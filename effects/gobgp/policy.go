@@ -1,0 +1,204 @@
+package gobgp
+
+import (
+	"fmt"
+	"net/netip"
+
+	api "github.com/osrg/gobgp/v3/api"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// globalTable names GoBGP's global RIB in policy assignments.
+//
+// Why global: GoBGP v3 consults per-peer import/export policies only for
+// route-server clients (other peers use the global table, and
+// SetPolicyAssignment refuses them). So each neighbor's policy is a global
+// policy whose every statement is guarded by a neighbor set holding just
+// that neighbor: on import GoBGP matches the neighbor set against the
+// route's source, on export against the peer being sent to. A policy that
+// does not match leaves the route to the next one, and the global default
+// (accept) applies when none decides.
+const globalTable = "global"
+
+// policyObjects is everything one neighbor's policy is made of in GoBGP,
+// named after the neighbor's address so that nothing is shared.
+type policyObjects struct {
+	neighbor *api.DefinedSet
+	prefixes []*api.DefinedSet
+	assigned []directedPolicy
+}
+
+type directedPolicy struct {
+	dir    api.PolicyDirection
+	policy *api.Policy
+}
+
+// baseName prefixes every object of the neighbor at a.
+func baseName(a netip.Addr) string { return "peeragent-" + a.String() }
+
+// objectsFor builds the defined sets and policies for a neighbor's policy.
+// Rules become statements in the user's order (GoBGP stops at the first
+// statement with an accept or reject). Each statement also matches only
+// the neighbor's own unicast family: Calico's v4 and v6 rule lists apply to
+// their family, never to VPN or SR-policy routes.
+func objectsFor(a netip.Addr, p state.Policy) (policyObjects, error) {
+	base := baseName(a)
+	b := &policyBuilder{
+		neighbor: base + "-neighbor",
+		family:   unicastFamily(a),
+	}
+	out := policyObjects{neighbor: &api.DefinedSet{
+		DefinedType: api.DefinedType_NEIGHBOR,
+		Name:        b.neighbor,
+		List:        []string{netip.PrefixFrom(a, a.BitLen()).String()},
+	}}
+	imp, err := b.statements(base+"-import", p.Import)
+	if err != nil {
+		return out, fmt.Errorf("import: %w", err)
+	}
+	exp, err := b.statements(base+"-export", p.Export)
+	if err != nil {
+		return out, fmt.Errorf("export: %w", err)
+	}
+	if p.NextHop != "" {
+		nh, err := b.nextHop(base+"-export-next-hop", p.NextHop)
+		if err != nil {
+			return out, err
+		}
+		exp = append([]*api.Statement{nh}, exp...)
+	}
+	out.prefixes = b.prefixes
+	for _, d := range []directedPolicy{
+		{api.PolicyDirection_IMPORT, &api.Policy{Name: base + "-import", Statements: imp}},
+		{api.PolicyDirection_EXPORT, &api.Policy{Name: base + "-export", Statements: exp}},
+	} {
+		if len(d.policy.Statements) > 0 {
+			out.assigned = append(out.assigned, d)
+		}
+	}
+	return out, nil
+}
+
+type policyBuilder struct {
+	neighbor string
+	family   *api.Family
+	prefixes []*api.DefinedSet
+}
+
+// conditions every statement carries: this neighbor, this family.
+func (b *policyBuilder) conditions() *api.Conditions {
+	return &api.Conditions{
+		NeighborSet: &api.MatchSet{Type: api.MatchSet_ANY, Name: b.neighbor},
+		AfiSafiIn:   []*api.Family{{Afi: b.family.Afi, Safi: b.family.Safi}},
+	}
+}
+
+func (b *policyBuilder) statements(prefix string, rules []state.Rule) ([]*api.Statement, error) {
+	var out []*api.Statement
+	for i, r := range rules {
+		name := fmt.Sprintf("%s-%d", prefix, i+1)
+		st, err := b.rule(name, r)
+		if err != nil {
+			return nil, fmt.Errorf("rule %d: %w", i+1, err)
+		}
+		out = append(out, st...)
+	}
+	return out, nil
+}
+
+// rule is one Calico rule as one statement, or two for source:
+// RemotePeers. GoBGP has no "learned from any BGP peer" condition; its
+// route-type condition tells external (eBGP), internal (iBGP) and local
+// routes apart, so "from remote peers" is the pair external + internal,
+// i.e. every route this node did not originate (Calico's BIRD template
+// tests `source ~ [RTS_BGP]`, the same set).
+func (b *policyBuilder) rule(name string, r state.Rule) ([]*api.Statement, error) {
+	act, err := routeAction(r.Action)
+	if err != nil {
+		return nil, err
+	}
+	cond := func() *api.Conditions { return b.conditions() }
+	if r.Prefix.IsValid() {
+		set, match, err := prefixSet(name+"-prefix", r)
+		if err != nil {
+			return nil, err
+		}
+		b.prefixes = append(b.prefixes, set)
+		cond = func() *api.Conditions {
+			c := b.conditions()
+			c.PrefixSet = &api.MatchSet{Type: match, Name: set.Name}
+			return c
+		}
+	}
+	stmt := func(n string, rt api.Conditions_RouteType) *api.Statement {
+		c := cond()
+		c.RouteType = rt
+		return &api.Statement{Name: n, Conditions: c, Actions: &api.Actions{RouteAction: act}}
+	}
+	if !r.FromRemotePeers {
+		return []*api.Statement{stmt(name, api.Conditions_ROUTE_TYPE_NONE)}, nil
+	}
+	return []*api.Statement{
+		stmt(name+"-ebgp", api.Conditions_ROUTE_TYPE_EXTERNAL),
+		stmt(name+"-ibgp", api.Conditions_ROUTE_TYPE_INTERNAL),
+	}, nil
+}
+
+// nextHop rewrites the next hop of every route sent to the neighbor. It
+// has no route action, so GoBGP applies it and goes on to the rules.
+func (b *policyBuilder) nextHop(name, mode string) (*api.Statement, error) {
+	nh := &api.NexthopAction{}
+	switch mode {
+	case "self":
+		nh.Self = true
+	case "keep":
+		nh.Unchanged = true
+	default:
+		return nil, fmt.Errorf("next-hop mode %q is not self or keep", mode)
+	}
+	return &api.Statement{Name: name, Conditions: b.conditions(), Actions: &api.Actions{Nexthop: nh}}, nil
+}
+
+func routeAction(a string) (api.RouteAction, error) {
+	switch a {
+	case "accept":
+		return api.RouteAction_ACCEPT, nil
+	case "reject":
+		return api.RouteAction_REJECT, nil
+	}
+	return api.RouteAction_NONE, fmt.Errorf("action %q is not accept or reject", a)
+}
+
+// prefixSet maps Calico's operators: Equal is the exact prefix, In any
+// prefix inside the CIDR with a length within the bounds (by default the
+// CIDR's length up to the full length); NotEqual and NotIn are the same
+// sets matched inverted. prefixLength bounds apply to In and NotIn: an
+// exact prefix has only one length, so Equal and NotEqual ignore them.
+func prefixSet(name string, r state.Rule) (*api.DefinedSet, api.MatchSet_Type, error) {
+	bits, full := uint32(r.Prefix.Bits()), uint32(r.Prefix.Addr().BitLen())
+	lo, hi, match := bits, bits, api.MatchSet_ANY
+	switch r.Operator {
+	case "Equal":
+	case "NotEqual":
+		match = api.MatchSet_INVERT
+	case "In", "NotIn":
+		hi = full
+		if r.MinLen != 0 {
+			lo = uint32(r.MinLen)
+		}
+		if r.MaxLen != 0 {
+			hi = uint32(r.MaxLen)
+		}
+		if r.Operator == "NotIn" {
+			match = api.MatchSet_INVERT
+		}
+	default:
+		return nil, 0, fmt.Errorf("match operator %q is not Equal, NotEqual, In or NotIn", r.Operator)
+	}
+	return &api.DefinedSet{
+		DefinedType: api.DefinedType_PREFIX,
+		Name:        name,
+		Prefixes:    []*api.Prefix{{IpPrefix: r.Prefix.Masked().String(), MaskLengthMin: lo, MaskLengthMax: hi}},
+	}, match, nil
+}

@@ -1,0 +1,187 @@
+package gobgp
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	api "github.com/osrg/gobgp/v3/api"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// render writes policy objects one line each, in GoBGP's order, so that
+// the mapping reads like a config. Every statement's neighbor-set and
+// family conditions are checked here rather than printed.
+func render(t *testing.T, a netip.Addr, o policyObjects) []string {
+	t.Helper()
+	out := []string{fmt.Sprintf("neighbor-set %s %v", o.neighbor.Name, o.neighbor.List)}
+	for _, s := range o.prefixes {
+		p := s.Prefixes[0]
+		out = append(out, fmt.Sprintf("prefix-set %s %s %d..%d", s.Name, p.IpPrefix, p.MaskLengthMin, p.MaskLengthMax))
+	}
+	for _, d := range o.assigned {
+		out = append(out, fmt.Sprintf("%s %s", strings.ToLower(d.dir.String()), d.policy.Name))
+		for _, st := range d.policy.Statements {
+			c := st.Conditions
+			if c.NeighborSet.GetName() != o.neighbor.Name || c.NeighborSet.Type != api.MatchSet_ANY {
+				t.Errorf("%s: neighbor condition %v", st.Name, c.NeighborSet)
+			}
+			if fam := unicastFamily(a); len(c.AfiSafiIn) != 1 || c.AfiSafiIn[0].Afi != fam.Afi || c.AfiSafiIn[0].Safi != fam.Safi {
+				t.Errorf("%s: family condition %v", st.Name, c.AfiSafiIn)
+			}
+			out = append(out, "  "+statementLine(st))
+		}
+	}
+	return out
+}
+
+func statementLine(st *api.Statement) string {
+	parts := []string{st.Name + ":"}
+	c, act := st.Conditions, st.Actions
+	if c.PrefixSet != nil {
+		op := "in"
+		if c.PrefixSet.Type == api.MatchSet_INVERT {
+			op = "not-in"
+		}
+		parts = append(parts, op, c.PrefixSet.Name)
+	}
+	if c.RouteType != api.Conditions_ROUTE_TYPE_NONE {
+		parts = append(parts, "route-type", strings.ToLower(strings.TrimPrefix(c.RouteType.String(), "ROUTE_TYPE_")))
+	}
+	switch {
+	case act.Nexthop.GetSelf():
+		parts = append(parts, "next-hop self")
+	case act.Nexthop.GetUnchanged():
+		parts = append(parts, "next-hop unchanged")
+	}
+	return strings.Join(append(parts, "->", strings.ToLower(act.RouteAction.String())), " ")
+}
+
+func TestObjectsFor(t *testing.T) {
+	v4, v6 := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("fd00::2")
+	rule := func(action, op, cidr string, lo, hi uint8) state.Rule {
+		r := state.Rule{Filter: "f", Action: action, Operator: op, MinLen: lo, MaxLen: hi}
+		if cidr != "" {
+			r.Prefix = netip.MustParsePrefix(cidr)
+		}
+		return r
+	}
+	tests := []struct {
+		name   string
+		addr   netip.Addr
+		policy state.Policy
+		want   []string
+	}{
+		{"operators-in-user-order", v4, state.Policy{Import: []state.Rule{
+			rule("reject", "NotIn", "10.10.0.0/16", 0, 0),
+			rule("accept", "Equal", "10.20.0.0/16", 0, 0),
+			rule("reject", "NotEqual", "10.30.1.0/24", 0, 0),
+			rule("accept", "In", "10.40.0.0/16", 0, 0),
+		}}, []string{
+			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"prefix-set peeragent-10.0.0.2-import-1-prefix 10.10.0.0/16 16..32",
+			"prefix-set peeragent-10.0.0.2-import-2-prefix 10.20.0.0/16 16..16",
+			"prefix-set peeragent-10.0.0.2-import-3-prefix 10.30.1.0/24 24..24",
+			"prefix-set peeragent-10.0.0.2-import-4-prefix 10.40.0.0/16 16..32",
+			"import peeragent-10.0.0.2-import",
+			"  peeragent-10.0.0.2-import-1: not-in peeragent-10.0.0.2-import-1-prefix -> reject",
+			"  peeragent-10.0.0.2-import-2: in peeragent-10.0.0.2-import-2-prefix -> accept",
+			"  peeragent-10.0.0.2-import-3: not-in peeragent-10.0.0.2-import-3-prefix -> reject",
+			"  peeragent-10.0.0.2-import-4: in peeragent-10.0.0.2-import-4-prefix -> accept",
+		}},
+		{"prefix-length-bounds-on-in-only", v4, state.Policy{Export: []state.Rule{
+			rule("accept", "In", "10.0.0.0/8", 16, 24),
+			rule("reject", "NotIn", "10.0.0.0/8", 0, 24),
+			rule("accept", "Equal", "10.0.0.0/8", 8, 24),
+		}}, []string{
+			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"prefix-set peeragent-10.0.0.2-export-1-prefix 10.0.0.0/8 16..24",
+			"prefix-set peeragent-10.0.0.2-export-2-prefix 10.0.0.0/8 8..24",
+			"prefix-set peeragent-10.0.0.2-export-3-prefix 10.0.0.0/8 8..8",
+			"export peeragent-10.0.0.2-export",
+			"  peeragent-10.0.0.2-export-1: in peeragent-10.0.0.2-export-1-prefix -> accept",
+			"  peeragent-10.0.0.2-export-2: not-in peeragent-10.0.0.2-export-2-prefix -> reject",
+			"  peeragent-10.0.0.2-export-3: in peeragent-10.0.0.2-export-3-prefix -> accept",
+		}},
+		{"from-remote-peers-is-external-or-internal", v4, state.Policy{Export: []state.Rule{
+			{Filter: "f", Action: "reject", FromRemotePeers: true},
+			{Filter: "f", Action: "accept", FromRemotePeers: true, Operator: "In", Prefix: netip.MustParsePrefix("77.0.0.0/16")},
+		}}, []string{
+			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"prefix-set peeragent-10.0.0.2-export-2-prefix 77.0.0.0/16 16..32",
+			"export peeragent-10.0.0.2-export",
+			"  peeragent-10.0.0.2-export-1-ebgp: route-type external -> reject",
+			"  peeragent-10.0.0.2-export-1-ibgp: route-type internal -> reject",
+			"  peeragent-10.0.0.2-export-2-ebgp: in peeragent-10.0.0.2-export-2-prefix route-type external -> accept",
+			"  peeragent-10.0.0.2-export-2-ibgp: in peeragent-10.0.0.2-export-2-prefix route-type internal -> accept",
+		}},
+		{"unconditional-rule", v4, state.Policy{Import: []state.Rule{
+			rule("accept", "Equal", "10.1.0.0/16", 0, 0),
+			{Filter: "f", Action: "reject"},
+		}}, []string{
+			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"prefix-set peeragent-10.0.0.2-import-1-prefix 10.1.0.0/16 16..16",
+			"import peeragent-10.0.0.2-import",
+			"  peeragent-10.0.0.2-import-1: in peeragent-10.0.0.2-import-1-prefix -> accept",
+			"  peeragent-10.0.0.2-import-2: -> reject",
+		}},
+		{"next-hop-self-before-export-rules", v4, state.Policy{NextHop: "self", Export: []state.Rule{
+			rule("reject", "In", "172.16.0.0/12", 0, 0),
+		}}, []string{
+			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"prefix-set peeragent-10.0.0.2-export-1-prefix 172.16.0.0/12 12..32",
+			"export peeragent-10.0.0.2-export",
+			"  peeragent-10.0.0.2-export-next-hop: next-hop self -> none",
+			"  peeragent-10.0.0.2-export-1: in peeragent-10.0.0.2-export-1-prefix -> reject",
+		}},
+		{"next-hop-keep-alone", v4, state.Policy{NextHop: "keep"}, []string{
+			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"export peeragent-10.0.0.2-export",
+			"  peeragent-10.0.0.2-export-next-hop: next-hop unchanged -> none",
+		}},
+		{"ipv6-neighbor", v6, state.Policy{Import: []state.Rule{
+			rule("accept", "In", "fd00:10::/32", 48, 64),
+		}}, []string{
+			"neighbor-set peeragent-fd00::2-neighbor [fd00::2/128]",
+			"prefix-set peeragent-fd00::2-import-1-prefix fd00:10::/32 48..64",
+			"import peeragent-fd00::2-import",
+			"  peeragent-fd00::2-import-1: in peeragent-fd00::2-import-1-prefix -> accept",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := objectsFor(tc.addr, tc.policy)
+			if err != nil {
+				t.Fatalf("objectsFor: %v", err)
+			}
+			if d := cmp.Diff(tc.want, render(t, tc.addr, o)); d != "" {
+				t.Errorf("objects (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestObjectsForRefusesWhatItCannotExpress(t *testing.T) {
+	a := netip.MustParseAddr("10.0.0.2")
+	tests := []struct {
+		name   string
+		policy state.Policy
+		want   string
+	}{
+		{"unknown-action", state.Policy{Import: []state.Rule{{Action: "maybe"}}}, `import: rule 1: action "maybe" is not accept or reject`},
+		{"unknown-operator", state.Policy{Export: []state.Rule{{Action: "accept", Operator: "Near", Prefix: netip.MustParsePrefix("10.0.0.0/8")}}},
+			`export: rule 1: match operator "Near" is not Equal, NotEqual, In or NotIn`},
+		{"unknown-next-hop", state.Policy{NextHop: "elsewhere"}, `next-hop mode "elsewhere" is not self or keep`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := objectsFor(a, tc.policy)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("want error %q, got %v", tc.want, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,130 @@
+package gobgp
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+
+	api "github.com/osrg/gobgp/v3/api"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// installed is what the executor last put in the speaker for a neighbor's
+// policy. The embedded speaker has no other writer and loses every policy
+// when it (re)starts, so this record is exact; complete is false while an
+// install is unfinished or failed, which forces the next SetPolicy to redo it.
+type installed struct {
+	policy   state.Policy
+	complete bool
+}
+
+// setPolicy installs a neighbor's policy, replacing what it had. The same
+// policy again is no call at all, so re-applying changes nothing.
+func (e *Executor) setPolicy(ctx context.Context, a netip.Addr, p state.Policy) error {
+	if err := e.requireRunning(); err != nil {
+		return err
+	}
+	if cur, ok := e.policies[a]; ok && cur.complete && cur.policy.Equal(p) {
+		return nil
+	}
+	objs, err := objectsFor(a, p)
+	if err != nil {
+		return err
+	}
+	if err := e.removePolicy(ctx, a, objs); err != nil {
+		return err
+	}
+	e.policies[a] = installed{policy: p}
+	if err := e.addObjects(ctx, objs); err != nil {
+		return err
+	}
+	e.policies[a] = installed{policy: p, complete: true}
+	return e.refresh(ctx, a)
+}
+
+// deletePolicy removes a neighbor's policy; nothing there is success.
+func (e *Executor) deletePolicy(ctx context.Context, a netip.Addr) error {
+	if e.running == nil {
+		return nil // a stopped speaker holds no policy; the next start wipes any
+	}
+	if err := e.removePolicy(ctx, a, policyObjects{}); err != nil {
+		return err
+	}
+	delete(e.policies, a)
+	return e.refresh(ctx, a)
+}
+
+// removePolicy deletes what was installed for a (by the record) and the
+// objects named in also, so that a half-finished install is cleaned up
+// too. Assignments go first, then policies (with their statements), then
+// the sets they used: GoBGP refuses to delete what is still referenced.
+func (e *Executor) removePolicy(ctx context.Context, a netip.Addr, also policyObjects) error {
+	all := []policyObjects{also}
+	if cur, ok := e.policies[a]; ok {
+		old, err := objectsFor(a, cur.policy)
+		if err != nil {
+			return err
+		}
+		all = append(all, old)
+	}
+	var errs []error
+	for _, o := range all {
+		for _, d := range o.assigned {
+			errs = append(errs, ignoreAbsent(e.bgp.DeletePolicyAssignment(ctx, &api.DeletePolicyAssignmentRequest{
+				Assignment: &api.PolicyAssignment{Name: globalTable, Direction: d.dir, Policies: []*api.Policy{{Name: d.policy.Name}}},
+			})))
+			errs = append(errs, ignoreAbsent(e.bgp.DeletePolicy(ctx, &api.DeletePolicyRequest{
+				Policy: &api.Policy{Name: d.policy.Name}, All: true,
+			})))
+		}
+	}
+	for _, o := range all {
+		for _, s := range append(o.prefixes, o.neighbor) {
+			if s == nil {
+				continue
+			}
+			errs = append(errs, ignoreAbsent(e.bgp.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{
+				DefinedSet: &api.DefinedSet{DefinedType: s.DefinedType, Name: s.Name}, All: true,
+			})))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// addObjects creates the sets, then the policies that use them, then
+// assigns the policies to the global table (see globalTable for why).
+func (e *Executor) addObjects(ctx context.Context, o policyObjects) error {
+	for _, s := range append([]*api.DefinedSet{o.neighbor}, o.prefixes...) {
+		if err := e.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: s, Replace: true}); err != nil {
+			return err
+		}
+	}
+	for _, d := range o.assigned {
+		if err := e.bgp.AddPolicy(ctx, &api.AddPolicyRequest{Policy: d.policy}); err != nil {
+			return err
+		}
+	}
+	for _, d := range o.assigned {
+		err := e.bgp.AddPolicyAssignment(ctx, &api.AddPolicyAssignmentRequest{
+			Assignment: &api.PolicyAssignment{Name: globalTable, Direction: d.dir, Policies: []*api.Policy{{Name: d.policy.Name}}},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refresh makes a configured neighbor see a policy change: GoBGP applies
+// policies to routes as they arrive and leave, so the routes already
+// exchanged are re-run through them by a soft reset (no session reset).
+// A neighbor not configured yet has nothing to refresh.
+func (e *Executor) refresh(ctx context.Context, a netip.Addr) error {
+	if _, ok, err := e.currentPeer(ctx, a); err != nil || !ok {
+		return err
+	}
+	return ignoreAbsent(e.bgp.ResetPeer(ctx, &api.ResetPeerRequest{
+		Address: a.String(), Soft: true, Direction: api.ResetPeerRequest_BOTH,
+	}))
+}
