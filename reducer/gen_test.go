@@ -3,6 +3,7 @@ package reducer
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,8 +34,8 @@ func (c *bytesChooser) IntN(n int) int {
 const localNode = "node-a"
 
 var (
-	nodeNames   = []string{"node-a", "node-b", "node-c", "node-d", "node-e", "node-f"}
-	peerNames   = []string{"peer-1", "peer-2", "peer-3", "peer-4", "peer-5", "peer-6"}
+	nodeNames   = []string{"node-a", "node-b", "node-c", "node-d", "node-e", "node-ab"}
+	peerNames   = []string{"peer-1", "peer-2", "peer-3", "peer-4", "peer-5", "peer-10"}
 	filterNames = []string{"filter-1", "filter-2", "filter-3"}
 	secretNames = []string{"secret-1", "secret-2", "secret-3"}
 	secretKeys  = []string{"k1", "k2", "k3"}
@@ -80,7 +81,10 @@ func (g *gen) nodeName() string {
 
 // action returns the next action; s is the State it will be applied to.
 func (g *gen) action(s state.State) state.Action {
-	switch g.c.IntN(22) {
+	if g.results && g.chance(30) {
+		return g.result(s)
+	}
+	switch g.c.IntN(20) {
 	case 0, 1, 2:
 		return state.NodeUpserted{Node: g.node(g.nodeName())}
 	case 3:
@@ -106,15 +110,12 @@ func (g *gen) action(s state.State) state.Action {
 	case 17:
 		return g.inputProblems()
 	default:
-		if g.results {
-			return g.result(s)
-		}
 		return state.NodeUpserted{Node: g.node(g.nodeName())}
 	}
 }
 
 func (g *gen) node(name string) state.Node {
-	i := indexOf(nodeNames, name)
+	i := slices.Index(nodeNames, name)
 	n := state.Node{Name: name, Labels: map[string]string{}}
 	if g.chance(70) {
 		n.Labels["rack"] = g.pick("r1", "r2")
@@ -382,7 +383,7 @@ func (g *gen) result(s state.State) state.Action {
 		x := sessions[g.c.IntN(len(sessions))]
 		addr, gen = x.Address, x.Gen
 	}
-	if g.chance(15) {
+	if g.chance(15) { // stale: the generation before or after
 		gen = gen + 1 - uint64(g.c.IntN(3))
 	}
 	at := time.Unix(1_700_000_000+int64(g.c.IntN(1000)), 0).UTC()
@@ -400,13 +401,4 @@ func (g *gen) result(s state.State) state.Action {
 	}
 	st := g.pick("idle", "connect", "active", "opensent", "openconfirm", "established", "established")
 	return state.SessionStateChanged{Address: addr, State: st, Reason: strings.Repeat("peer reset", g.c.IntN(2)), At: at}
-}
-
-func indexOf(xs []string, x string) int {
-	for i, v := range xs {
-		if v == x {
-			return i
-		}
-	}
-	return 0
 }

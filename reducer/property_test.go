@@ -41,22 +41,25 @@ func TestPropertyIncrementalEqualsScratch(t *testing.T) {
 	for seed := range uint64(seqs) {
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 			t.Parallel()
-			g := &gen{c: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
+			g := &gen{c: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), results: *propertyResults}
 			opts := g.options()
 			acts, f := play(opts, func(i int, s state.State) (state.Action, bool) {
 				if i >= steps {
 					return nil, false
 				}
 				return g.action(s), true
-			}, false)
+			}, g.results)
 			if f != nil {
-				report(t, fmt.Sprintf("seed %d", seed), opts, acts, f, false)
+				report(t, fmt.Sprintf("seed %d", seed), opts, acts, f, g.results)
 			}
 		})
 	}
 }
 
-var propertySeqs = flag.Int("property-seqs", 0, "random sequences TestPropertyIncrementalEqualsScratch runs (0: 300, fewer with -short or -race)")
+var (
+	propertySeqs    = flag.Int("property-seqs", 0, "random sequences TestPropertyIncrementalEqualsScratch runs (0: 300, fewer with -short or -race)")
+	propertyResults = flag.Bool("property-results", false, "mix executor and speaker results into the property test's sequences (as FuzzReduce does)")
+)
 
 func raceEnabled() bool {
 	bi, ok := debug.ReadBuildInfo()
@@ -66,7 +69,7 @@ func raceEnabled() bool {
 // failure is the first broken invariant of a run.
 type failure struct {
 	step int    // index of the action; the sequence's length for end checks
-	kind string // panic, mutation, leak, scratch, order or initial-effects
+	kind string // panic, mutation, leak, scratch, order, initial-effects, nondeterminism
 	what string
 }
 
@@ -113,6 +116,15 @@ func playChecked(opts state.Options, next feed, history, perStep bool) ([]state.
 	if f := checkScratch(s, history); f != nil {
 		f.step = len(acts)
 		return acts, f
+	}
+	if perStep {
+		again := state.New(localNode, opts)
+		for _, a := range acts {
+			again = Reduce(again, a)
+		}
+		if d := cmp.Diff(readable(snapshot(s)), readable(snapshot(again))); d != "" {
+			return acts, &failure{len(acts), "nondeterminism", "a second run differs (-first +second):\n" + d}
+		}
 	}
 	return acts, nil
 }
@@ -310,7 +322,7 @@ func initialEffects(scratch state.State) string {
 // greedily, while the sequence still fails the same way, and returns the
 // smaller sequence and its failure.
 func shrink(opts state.Options, acts []state.Action, kind string, history bool) ([]state.Action, *failure) {
-	perStep := kind == "mutation" || kind == "leak"
+	perStep := kind == "mutation" || kind == "leak" || kind == "nondeterminism"
 	replay := func(xs []state.Action) *failure {
 		_, f := playChecked(opts, func(i int, _ state.State) (state.Action, bool) {
 			if i < len(xs) {

@@ -6,6 +6,8 @@ import (
 )
 
 // Action is a fact the outside world reports. Reduce is the only consumer.
+// A dispatched action belongs to the reducer: the State may keep pointers
+// into it (its slices and maps), so the dispatcher must not modify it later.
 type Action interface {
 	// ActionName is the lowerCamel name used in journals and golden files.
 	ActionName() string
