@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/peeragent/peeragent/reducer"
+)
+
+// Endpoints lists what the HTTP server serves (also printed by --help).
+const Endpoints = `  GET /state    the live State as JSON (passwords as sha256 fingerprints)
+  GET /actions  the journal of the last actions, with sequence numbers and times
+  GET /healthz  200 while the loop runs
+  GET /readyz   200 once every source has synced and the first effects ran
+  GET /metrics  Prometheus metrics
+  GET /fsm      the session lifecycle as a mermaid state diagram`
+
+// Handler serves the loop's State and health over HTTP. Nothing it serves
+// holds a password: the State dump and the journal print fingerprints.
+func Handler(l *Loop) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
+		s := l.State()
+		writeJSON(w, s.Dump())
+	})
+	mux.HandleFunc("GET /actions", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, l.Journal().Entries())
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !l.Ready() {
+			http.Error(w, "not ready: waiting for every source to sync and the first effects to run", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(l.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /fsm", func(w http.ResponseWriter, r *http.Request) {
+		m, err := reducer.Mermaid()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte(m))
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/reducer"
+	"github.com/peeragent/peeragent/state"
+)
+
+// SecretWatcher starts and stops the per-name Secret watches that the
+// WatchSecret and UnwatchSecret effects ask for.
+type SecretWatcher interface {
+	Watch(name string)
+	Unwatch(name string)
+}
+
+// Loop owns the State. One goroutine (Run) is the only caller of Reduce;
+// effects run on another, in order, and come back as actions.
+type Loop struct {
+	box     *mailbox
+	cur     atomic.Pointer[state.State]
+	journal *Journal
+	metrics *Metrics
+	log     *slog.Logger
+	speaker effects.Executor
+	vpp     effects.Executor
+	secrets SecretWatcher
+	observe []func(state.Action) // e.g. the retry scheduler
+
+	work     chan []effects.Effect
+	ready    atomic.Bool // every source synced and the first effects applied
+	now      func() time.Time
+	pendingQ atomic.Int64
+}
+
+// LoopConfig wires a Loop.
+type LoopConfig struct {
+	Initial  state.State
+	Speaker  effects.Executor
+	VPP      effects.Executor
+	Secrets  SecretWatcher
+	Log      *slog.Logger
+	Metrics  *Metrics
+	Journal  int
+	Observer []func(state.Action)
+}
+
+// NewLoop makes a loop starting from cfg.Initial.
+func NewLoop(cfg LoopConfig) *Loop {
+	l := &Loop{box: newMailbox(), journal: NewJournal(cfg.Journal), metrics: cfg.Metrics,
+		log: cfg.Log, speaker: cfg.Speaker, vpp: cfg.VPP, secrets: cfg.Secrets,
+		observe: cfg.Observer, work: make(chan []effects.Effect, 1024), now: time.Now}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
+	if l.metrics == nil {
+		l.metrics = NewMetrics()
+	}
+	s := cfg.Initial
+	l.cur.Store(&s)
+	l.metrics.Watch(l.State)
+	return l
+}
+
+// Dispatch hands an action to the loop; it never blocks.
+func (l *Loop) Dispatch(a state.Action) { l.box.Dispatch(a) }
+
+// State is the last published State (safe from any goroutine).
+func (l *Loop) State() state.State { return *l.cur.Load() }
+
+// Ready reports whether every source has synced and the first effects ran.
+func (l *Loop) Ready() bool { return l.ready.Load() }
+
+// Journal is the loop's action journal.
+func (l *Loop) Journal() *Journal { return l.journal }
+
+// Run reduces actions until ctx ends. Whatever is queued when it wakes is
+// reduced as one batch and diffed once.
+func (l *Loop) Run(ctx context.Context) {
+	done := make(chan struct{})
+	go l.runEffects(ctx, done)
+	defer func() { close(l.work); <-done }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.box.signal:
+		}
+		if batch := l.box.take(); len(batch) > 0 {
+			l.step(batch)
+		}
+	}
+}
+
+func (l *Loop) step(batch []state.Action) {
+	prev := *l.cur.Load()
+	s := prev
+	t0 := time.Now()
+	for _, a := range batch {
+		s = reducer.Reduce(s, a)
+		l.journal.Add(a, l.now())
+		l.metrics.action(a)
+		for _, o := range l.observe {
+			o(a)
+		}
+	}
+	t1 := time.Now()
+	effs := effects.Diff(prev, s)
+	l.metrics.reduced(t1.Sub(t0), time.Since(t1))
+	l.cur.Store(&s)
+	for _, a := range batch {
+		logAction(l.log, a)
+	}
+	if len(effs) > 0 {
+		l.pendingQ.Add(1)
+		l.work <- effs
+	} else if s.AllSynced() && l.pendingQ.Load() == 0 {
+		l.ready.Store(true)
+	}
+}
+
+// runEffects executes effect batches in order, off the loop, and feeds
+// their results back as actions.
+func (l *Loop) runEffects(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	for effs := range l.work {
+		speaker, vpp, watches := effects.Group(effs)
+		for _, e := range watches {
+			l.secretEffect(e)
+		}
+		for _, r := range l.execute(ctx, l.speaker, speaker) {
+			l.Dispatch(r)
+		}
+		for _, r := range l.execute(ctx, l.vpp, vpp) {
+			l.Dispatch(r)
+		}
+		for _, e := range effs {
+			l.log.Debug("effect", "effect", e.String())
+		}
+		if l.pendingQ.Add(-1) == 0 && l.State().AllSynced() {
+			l.ready.Store(true)
+		}
+	}
+}
+
+func (l *Loop) execute(ctx context.Context, ex effects.Executor, effs []effects.Effect) []state.Action {
+	if len(effs) == 0 || ex == nil {
+		return nil
+	}
+	res := ex.Execute(ctx, effs)
+	l.metrics.executed(effs, res)
+	return res
+}
+
+func (l *Loop) secretEffect(e effects.Effect) {
+	if l.secrets == nil {
+		return
+	}
+	switch e := e.(type) {
+	case effects.WatchSecret:
+		l.secrets.Watch(e.Name)
+	case effects.UnwatchSecret:
+		l.secrets.Unwatch(e.Name)
+	}
+}
+
+// logAction logs what happened, at debug level for the routine and warn
+// for failures. Actions print through their journal form: no secret text.
+func logAction(log *slog.Logger, a state.Action) {
+	switch a := a.(type) {
+	case state.PeerApplyFailed:
+		log.Warn("peer apply failed", "address", a.Address, "gen", a.Gen, "error", a.Error)
+	case state.RouteApplyFailed:
+		log.Warn("route apply failed", "address", a.Address, "gen", a.Gen, "error", a.Error)
+	case state.ServerApplyFailed:
+		log.Error("bgp server failed", "error", a.Error)
+	case state.SessionStateChanged:
+		log.Info("session", "address", a.Address, "state", a.State, "reason", a.Reason)
+	default:
+		if log.Enabled(context.Background(), slog.LevelDebug) {
+			raw, _ := state.EncodeAction(a)
+			log.Debug("action", "action", string(raw))
+		}
+	}
+}

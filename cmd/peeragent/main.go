@@ -1,0 +1,129 @@
+// Command peeragent is the BGP node agent of a Calico cluster whose
+// dataplane is VPP. See `peeragent --help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+const usage = `peeragent: the BGP peer manager of a Calico/VPP node.
+
+Usage:
+  peeragent run    [flags]   run the agent (--from DIR, or the cluster)
+  peeragent plan   --from DIR --node NAME [-o text|json]
+                             print what a fresh agent would configure, and why
+  peeragent status [--addr HOST:PORT]
+                             print a running agent's neighbors and problems
+
+Run "peeragent COMMAND --help" for the flags of a command.
+
+HTTP endpoints of "peeragent run" (--http-addr, default 127.0.0.1:9179):
+` + Endpoints + "\n"
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Main runs a command and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "run":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		err = runCmd(ctx, args[1:], stderr)
+	case "plan":
+		err = planCmd(args[1:], stdout, stderr)
+	case "status":
+		err = statusCmd(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "peeragent: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "peeragent %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func planCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "", "manifest directory to plan from (required)")
+	node := fs.String("node", os.Getenv("NODENAME"), "the node to plan for (default $NODENAME)")
+	out := fs.String("o", "text", "output format: text or json")
+	opts := optionFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *from == "" || *node == "" {
+		return fmt.Errorf("--from and --node are required")
+	}
+	p := MakePlan(*from, *node, opts())
+	switch *out {
+	case "json":
+		return p.WriteJSON(stdout)
+	case "text":
+		p.WriteText(stdout)
+		return nil
+	}
+	return fmt.Errorf("-o %q: want text or json", *out)
+}
+
+func statusCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:9179", "HTTP address of the running agent")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d, err := fetchState(ctx, *addr)
+	if err != nil {
+		return err
+	}
+	WriteStatus(stdout, d, time.Now())
+	return nil
+}
+
+// optionFlags declares the flags that shape derivation (shared by run and plan).
+func optionFlags(fs *flag.FlagSet) func() state.Options {
+	ns := os.Getenv("NAMESPACE")
+	if ns == "" {
+		ns = state.DefaultNamespace
+	}
+	namespace := fs.String("secrets-namespace", ns, "namespace of the BGP password Secrets (env NAMESPACE)")
+	exact := fs.Bool("ttl-exact-hop", false, "use BIRD's ttlMin of 256-n for ttlSecurity n, instead of 255-n (one extra hop for the VPP host tap)")
+	var families stringList
+	fs.Var(&families, "extra-family", "enable an extra address family beside unicast (repeatable), e.g. ipv4-srpolicy, l3vpn-ipv4-unicast")
+	return func() state.Options {
+		return state.Options{Namespace: *namespace, TTLExactHop: *exact, ExtraFamilies: families}
+	}
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return fmt.Sprint(*s) }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

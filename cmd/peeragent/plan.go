@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/reducer"
+	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/watch"
+)
+
+// Plan is `peeragent plan -o json`: a stable interface.
+type Plan struct {
+	Node      string          `json:"node"`
+	RouterID  string          `json:"routerID"`
+	ASN       uint32          `json:"asn"`
+	Neighbors []PlanNeighbor  `json:"neighbors"`
+	Effects   []string        `json:"effects"`
+	Problems  []state.Problem `json:"problems"`
+}
+
+// PlanNeighbor is one neighbor of the plan, sorted by address.
+type PlanNeighbor struct {
+	Address                 string   `json:"address"`
+	Port                    uint16   `json:"port"`
+	PeerASN                 uint32   `json:"peerASN"`
+	LocalASN                uint32   `json:"localASN"`
+	Origin                  string   `json:"origin"`
+	Passive                 bool     `json:"passive"`
+	Password                string   `json:"password"`
+	SourceAddress           string   `json:"sourceAddress"`
+	TTLMin                  uint8    `json:"ttlMin"`
+	EBGPMultihopTTL         uint8    `json:"ebgpMultihopTTL"`
+	GracefulRestartSeconds  uint32   `json:"gracefulRestartSeconds"`
+	AllowOwnASN             uint8    `json:"allowOwnASN"`
+	RouteReflectorClient    bool     `json:"routeReflectorClient"`
+	RouteReflectorClusterID string   `json:"routeReflectorClusterID"`
+	Families                []string `json:"families"`
+	Filters                 []string `json:"filters"`
+	ReachableBy             string   `json:"reachableBy"`
+}
+
+// MakePlan computes, without applying anything, what a fresh agent on
+// node would configure from the manifests in dir.
+func MakePlan(dir, node string, opts state.Options) Plan {
+	objs, probs := watch.LoadDir(dir)
+	s := state.New(node, opts)
+	if len(probs) > 0 {
+		s = reducer.Reduce(s, state.InputProblemsReported{Source: "file/" + dir, Problems: probs})
+	}
+	for _, a := range objs.Actions() {
+		s = reducer.Reduce(s, a)
+	}
+	p := Plan{Node: node, ASN: s.Server.ASN, RouterID: addrText(s.Server.RouterID),
+		Neighbors: []PlanNeighbor{}, Effects: []string{}, Problems: s.AllProblems()}
+	for _, e := range effects.Diff(state.New(node, opts), s) {
+		p.Effects = append(p.Effects, e.String())
+	}
+	s.Out.Neighbors.Range(func(_ string, n *state.Neighbor) bool {
+		if n.Active() {
+			p.Neighbors = append(p.Neighbors, planNeighbor(n))
+		}
+		return true
+	})
+	return p
+}
+
+func planNeighbor(n *state.Neighbor) PlanNeighbor {
+	return PlanNeighbor{Address: n.Address.String(), Port: n.Port, PeerASN: n.PeerASN, LocalASN: n.LocalASN,
+		Origin: n.Origin, Passive: n.Passive, Password: n.Password.Fingerprint(),
+		SourceAddress: addrText(n.SourceAddress), TTLMin: n.TTLMin, EBGPMultihopTTL: n.EBGPMultihopTTL,
+		GracefulRestartSeconds: n.GracefulRestartSeconds, AllowOwnASN: n.AllowOwnASN,
+		RouteReflectorClient: n.RouteReflectorClient, RouteReflectorClusterID: n.RouteReflectorClusterID,
+		Families: append([]string{}, n.Families...), Filters: append([]string{}, n.Filters...),
+		ReachableBy: addrText(n.ReachableBy)}
+}
+
+func addrText(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+// WriteJSON prints the plan as indented JSON.
+func (p Plan) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}
+
+// WriteText prints the plan for people.
+func (p Plan) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "node %s: AS %d, router ID %s\n\nneighbors (%d):\n", p.Node, p.ASN, orNone(p.RouterID), len(p.Neighbors))
+	for _, n := range p.Neighbors {
+		pw := ""
+		if n.Password != "" {
+			pw = " password=" + n.Password
+		}
+		fmt.Fprintf(w, "  %-22s AS %-10d port %-5d %-24s passive=%v%s\n", n.Address, n.PeerASN, n.Port, n.Origin, n.Passive, pw)
+	}
+	fmt.Fprintf(w, "\neffects (%d):\n", len(p.Effects))
+	for _, e := range p.Effects {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+	fmt.Fprintf(w, "\nproblems (%d):\n", len(p.Problems))
+	for _, pr := range p.Problems {
+		fmt.Fprintf(w, "  %s: %s\n", pr.Object, pr.Reason)
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/peeragent/peeragent/effects/gobgp"
+	"github.com/peeragent/peeragent/effects/retry"
+	"github.com/peeragent/peeragent/effects/vpp"
+	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/watch"
+)
+
+// source feeds the loop and serves the secret watches.
+type source interface {
+	SecretWatcher
+	Run(ctx context.Context, dispatch func(state.Action)) error
+}
+
+type runFlags struct {
+	node, from, kubeconfig, group, httpAddr, vppSocket, logLevel string
+	listen                                                       stringList
+	journal                                                      int
+	opts                                                         func() state.Options
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := &runFlags{}
+	fs.StringVar(&f.node, "node", os.Getenv("NODENAME"), "this node's name (default $NODENAME)")
+	fs.StringVar(&f.from, "from", "", "read objects from this manifest directory (live-reloaded) instead of the cluster")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config)")
+	fs.StringVar(&f.group, "calico-api-group", "crd.projectcalico.org/v1", "API group of the Calico objects: crd.projectcalico.org/v1, projectcalico.org/v3 or auto")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9179", "address of the HTTP endpoints (/state, /actions, /healthz, /readyz, /metrics, /fsm)")
+	fs.StringVar(&f.vppSocket, "vpp-socket", "", "VPP binary-API socket; empty: no VPP, routes are recorded as skipped")
+	fs.Var(&f.listen, "bgp-listen-address", "address the BGP speaker listens on (repeatable; default all addresses)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.IntVar(&f.journal, "journal-size", 1000, "number of recent actions kept for /actions")
+	f.opts = optionFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if f.node == "" {
+		return nil, fmt.Errorf("--node (or $NODENAME) is required")
+	}
+	return f, nil
+}
+
+func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
+	f, err := parseRunFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(f.logLevel, stderr)
+	if err != nil {
+		return err
+	}
+	return run(ctx, f, log)
+}
+
+func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
+	src, err := newSource(f, log)
+	if err != nil {
+		return err
+	}
+	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: slog.LevelWarn})
+	defer speaker.Close()
+	vppExec, err := newVPP(ctx, f.vppSocket, log)
+	if err != nil {
+		return err
+	}
+	defer vppExec.Close()
+	var sched *retry.Scheduler
+	loop := NewLoop(LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: vppExec,
+		Secrets: src, Log: log, Journal: f.journal,
+		Observer: []func(state.Action){func(a state.Action) { sched.Observe(a) }}})
+	sched = retry.New(loop.Dispatch, nil, nil)
+	defer sched.Stop()
+	ln, err := net.Listen("tcp", f.httpAddr)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	srv := &http.Server{Handler: Handler(loop), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	go func() {
+		if err := speaker.WatchSessions(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
+			log.Error("session watch ended", "error", err)
+		}
+	}()
+	go func() {
+		if err := src.Run(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
+			log.Error("source ended", "error", err)
+		}
+	}()
+	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "source", sourceName(f))
+	loop.Run(ctx)
+	log.Info("peeragent stopping")
+	return nil
+}
+
+func sourceName(f *runFlags) string {
+	if f.from != "" {
+		return "dir " + f.from
+	}
+	return "cluster " + f.group
+}
+
+func newVPP(ctx context.Context, socket string, log *slog.Logger) (*vpp.Executor, error) {
+	if socket == "" {
+		return vpp.Disabled(log), nil
+	}
+	return vpp.Connect(ctx, socket, log)
+}
+
+func newSource(f *runFlags, log *slog.Logger) (source, error) {
+	if f.from != "" {
+		if st, err := os.Stat(f.from); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("--from %s: not a readable directory", f.from)
+		}
+		return watch.NewDir(f.from, log), nil
+	}
+	return newKube(f, log)
+}
+
+var errNoCluster = errors.New("no cluster: give --from DIR, or run in a cluster / give --kubeconfig")
+
+func newKube(f *runFlags, log *slog.Logger) (source, error) {
+	cfg, err := watch.RESTConfig(f.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%v)", errNoCluster, err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	group, err := watch.ResolveGroup(client.Discovery(), f.group)
+	if err != nil {
+		return nil, err
+	}
+	return watch.NewKube(watch.KubeConfig{Client: client, Dynamic: dyn, Discovery: client.Discovery(),
+		Group: group, Namespace: f.opts().Namespace, Log: log})
+}

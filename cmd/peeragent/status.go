@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"text/tabwriter"
+	"time"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// statusDump is the part of /state that status shows. Passwords stay the
+// fingerprint strings the agent served (decoding them as state.Password
+// would fingerprint the fingerprint).
+type statusDump struct {
+	Node      string           `json:"node"`
+	Server    state.Server     `json:"server"`
+	Neighbors []statusNeighbor `json:"neighbors"`
+	Sessions  []*state.Session `json:"sessions"`
+	Problems  []state.Problem  `json:"problems"`
+}
+
+type statusNeighbor struct {
+	Address  string `json:"address"`
+	PeerASN  uint32 `json:"peerASN"`
+	Origin   string `json:"origin"`
+	Password string `json:"password"`
+	Waiting  string `json:"waiting"`
+}
+
+// fetchState reads a running agent's /state.
+func fetchState(ctx context.Context, addr string) (statusDump, error) {
+	var d statusDump
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/state", nil)
+	if err != nil {
+		return d, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return d, fmt.Errorf("read state from %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return d, fmt.Errorf("read state from %s: %s", addr, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		return d, fmt.Errorf("read state from %s: %w", addr, err)
+	}
+	return d, nil
+}
+
+// WriteStatus prints the neighbors table, then the problems.
+func WriteStatus(w io.Writer, d statusDump, now time.Time) {
+	sessions := map[string]*state.Session{}
+	for _, s := range d.Sessions {
+		sessions[s.Address.String()] = s
+	}
+	fmt.Fprintf(w, "node %s: AS %d, router ID %s, listen port %d\n\n", d.Node, d.Server.ASN, addrText(d.Server.RouterID), d.Server.ListenPort)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ADDRESS\tAS\tORIGIN\tPHASE\tBGP\tSINCE\tFLAPS\tLAST DOWN\tPASSWORD")
+	for _, n := range d.Neighbors {
+		phase, bgp, since, flaps, down := "-", "-", "-", 0, "-"
+		if s := sessions[n.Address]; s != nil {
+			phase, flaps, bgp = s.Phase, s.Flaps, orDash(s.BGP)
+			if !s.Since.IsZero() {
+				since = now.Sub(s.Since).Round(time.Second).String()
+			}
+			if s.LastDownReason != "" {
+				down = s.LastDownReason
+			}
+		}
+		if n.Waiting != "" {
+			phase = "waiting"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", n.Address, n.PeerASN, n.Origin, phase, bgp, since, flaps, down, orDash(n.Password))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nproblems (%d):\n", len(d.Problems))
+	for _, p := range d.Problems {
+		fmt.Fprintf(w, "  %s: %s\n", p.Object, p.Reason)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
