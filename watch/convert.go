@@ -1,0 +1,149 @@
+package watch
+
+import (
+	"maps"
+
+	v3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// Calico node annotations the agent reads.
+const (
+	AnnotationIPv4      = "projectcalico.org/IPv4Address"
+	AnnotationIPv6      = "projectcalico.org/IPv6Address"
+	AnnotationASN       = "projectcalico.org/ASNumber"
+	AnnotationClusterID = "projectcalico.org/RouteReflectorClusterID"
+)
+
+// Peer converts a Calico BGPPeer (either API group decodes to this type).
+func Peer(p *v3.BGPPeer) state.BGPPeer {
+	s := p.Spec
+	out := state.BGPPeer{
+		Name: p.Name, Node: s.Node, NodeSelector: s.NodeSelector, PeerIP: s.PeerIP,
+		PeerSelector: s.PeerSelector, ASNumber: int64(s.ASNumber),
+		SourceAddress: string(s.SourceAddress), KeepOriginalNextHop: s.KeepOriginalNextHop,
+		Filters: append([]string(nil), s.Filters...), ReachableBy: s.ReachableBy,
+	}
+	if s.LocalASNumber != nil {
+		out.LocalASNumber = int64(*s.LocalASNumber)
+	}
+	if s.Password != nil && s.Password.SecretKeyRef != nil {
+		out.Password = secretRef(s.Password.SecretKeyRef)
+	}
+	if s.MaxRestartTime != nil {
+		out.MaxRestartTime = &state.Duration{Duration: s.MaxRestartTime.Duration}
+	}
+	if s.NumAllowedLocalASNumbers != nil {
+		out.NumAllowedLocalASNumbers = *s.NumAllowedLocalASNumbers
+	}
+	if s.TTLSecurity != nil {
+		out.TTLSecurity = int32(*s.TTLSecurity)
+	}
+	if s.NextHopMode != nil {
+		out.NextHopMode = string(*s.NextHopMode)
+	}
+	if s.ReversePeering != nil {
+		out.ReversePeering = string(*s.ReversePeering)
+	}
+	return out
+}
+
+func secretRef(r *corev1.SecretKeySelector) *state.SecretKeyRef {
+	out := &state.SecretKeyRef{Name: r.Name, Key: r.Key}
+	if r.Optional != nil {
+		out.Optional = *r.Optional
+	}
+	return out
+}
+
+// Config converts a Calico BGPConfiguration.
+func Config(c *v3.BGPConfiguration) state.BGPConfiguration {
+	s := c.Spec
+	out := state.BGPConfiguration{Name: c.Name, LogSeverityScreen: s.LogSeverityScreen}
+	if s.ASNumber != nil {
+		out.ASNumber = int64(*s.ASNumber)
+	}
+	if s.NodeToNodeMeshEnabled != nil {
+		v := *s.NodeToNodeMeshEnabled
+		out.NodeToNodeMeshEnabled = &v
+	}
+	out.ListenPort = int32(s.ListenPort)
+	if s.NodeMeshPassword != nil && s.NodeMeshPassword.SecretKeyRef != nil {
+		out.NodeMeshPassword = secretRef(s.NodeMeshPassword.SecretKeyRef)
+	}
+	if s.NodeMeshMaxRestartTime != nil {
+		out.NodeMeshMaxRestartTime = &state.Duration{Duration: s.NodeMeshMaxRestartTime.Duration}
+	}
+	return out
+}
+
+// Filter converts a Calico BGPFilter.
+func Filter(f *v3.BGPFilter) state.BGPFilter {
+	out := state.BGPFilter{Name: f.Name}
+	for _, r := range f.Spec.ExportV4 {
+		out.ExportV4 = append(out.ExportV4, ruleV4(r))
+	}
+	for _, r := range f.Spec.ImportV4 {
+		out.ImportV4 = append(out.ImportV4, ruleV4(r))
+	}
+	for _, r := range f.Spec.ExportV6 {
+		out.ExportV6 = append(out.ExportV6, ruleV6(r))
+	}
+	for _, r := range f.Spec.ImportV6 {
+		out.ImportV6 = append(out.ImportV6, ruleV6(r))
+	}
+	return out
+}
+
+func ruleV4(r v3.BGPFilterRuleV4) state.FilterRule {
+	out := state.FilterRule{CIDR: r.CIDR, MatchOperator: string(r.MatchOperator), Source: string(r.Source),
+		Interface: r.Interface, Action: string(r.Action)}
+	if r.PrefixLength != nil {
+		out.PrefixLength = prefixLength(r.PrefixLength.Min, r.PrefixLength.Max)
+	}
+	return out
+}
+
+func ruleV6(r v3.BGPFilterRuleV6) state.FilterRule {
+	out := state.FilterRule{CIDR: r.CIDR, MatchOperator: string(r.MatchOperator), Source: string(r.Source),
+		Interface: r.Interface, Action: string(r.Action)}
+	if r.PrefixLength != nil {
+		out.PrefixLength = prefixLength(r.PrefixLength.Min, r.PrefixLength.Max)
+	}
+	return out
+}
+
+func prefixLength(lo, hi *int32) *state.PrefixLength {
+	out := &state.PrefixLength{}
+	if lo != nil {
+		out.Min = *lo
+	}
+	if hi != nil {
+		out.Max = *hi
+	}
+	return out
+}
+
+// Node converts a Kubernetes Node: labels and the Calico annotations only,
+// so a status-only update converts to an identical value.
+func Node(n *corev1.Node) state.Node {
+	a := n.Annotations
+	return state.Node{Name: n.Name, Labels: maps.Clone(n.Labels),
+		IPv4Address: a[AnnotationIPv4], IPv6Address: a[AnnotationIPv6],
+		ASNumber: a[AnnotationASN], RRClusterID: a[AnnotationClusterID]}
+}
+
+// Secret converts a Secret's data; metadata is dropped, so a
+// metadata-only change converts to an identical value.
+func Secret(s *corev1.Secret) state.Secret {
+	out := state.Secret{Name: s.Name, Data: map[string]state.Password{}}
+	for k, v := range s.Data {
+		out.Data[k] = state.NewPassword(string(v))
+	}
+	for k, v := range s.StringData {
+		out.Data[k] = state.NewPassword(v)
+	}
+	return out
+}

@@ -1,0 +1,260 @@
+package watch
+
+// The manifest-directory source (`peeragent run --from DIR`, `peeragent
+// plan --from DIR`) reads the same objects as the Kubernetes source from a
+// directory of manifests:
+//
+//   - Files: every regular file directly in the directory (not recursive)
+//     whose name ends in .yaml, .yml or .json (any case), in name order.
+//     Names starting with "." are skipped (editor swap and lock files, and
+//     the ..data links of a mounted ConfigMap, whose files are symlinks and
+//     are followed). A file is named in problems as "file/" + its name
+//     relative to the directory, e.g. file/peers.yaml, so that output does
+//     not depend on where the directory is; the directory itself is
+//     "file/.".
+//   - Documents: YAML with several documents per file ("---"), or JSON.
+//     Read: BGPPeer, BGPConfiguration and BGPFilter in
+//     crd.projectcalico.org/v1 or projectcalico.org/v3 (one object, either
+//     group, side by side), core v1 Node and v1 Secret, and v1 List (as
+//     `kubectl get -o yaml` writes) of those. Secrets are taken whatever
+//     namespace they name, or none: the directory is the agent's own, and a
+//     Secret is known by name, as a BGPPeer's secretKeyRef names it.
+//     Ignored silently: every other kind, including Calico kinds that are
+//     not BGP ones (IPPool, FelixConfiguration...), so a directory can also
+//     hold other manifests. A problem: a BGP-looking kind this agent does
+//     not know (a typo such as BGPPeers), a BGP kind in another version of
+//     the Calico groups, a document without apiVersion or kind.
+//   - Problems: a file that cannot be read, a document that is not valid
+//     YAML or does not decode into its type, an object without a name, or a
+//     duplicate, is a Problem{Object: "file/NAME", Reason: "line N: ..."}
+//     (no line for the whole file); the object is skipped and everything
+//     else still loads. Problems never quote a Secret's data
+//     (files_redact.go).
+//   - Duplicates: the same kind and name defined twice (in one file or
+//     two, in one API group or both) is one object: the first definition in
+//     file-name and document order wins, and each later one is a problem
+//     on its own file naming the winner. The result never depends on the
+//     order the files were written in.
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// Objects is a complete snapshot of the inputs.
+type Objects struct {
+	Peers   []state.BGPPeer
+	Configs []state.BGPConfiguration
+	Filters []state.BGPFilter
+	Nodes   []state.Node
+	Secrets []state.Secret
+}
+
+// Actions returns one SourceSynced per kind, all five (secrets included)
+// in a fixed order: nodes, configurations, filters, secrets, then peers,
+// so that peers are resolved against complete inputs.
+func (o Objects) Actions() []state.Action {
+	return []state.Action{
+		state.SourceSynced{Kind: state.KindNode, Nodes: o.Nodes},
+		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: o.Configs},
+		state.SourceSynced{Kind: state.KindBGPFilter, Filters: o.Filters},
+		state.SourceSynced{Kind: state.KindSecret, Secrets: o.Secrets},
+		state.SourceSynced{Kind: state.KindBGPPeer, Peers: o.Peers},
+	}
+}
+
+// add appends a converted object to its kind's list.
+func (o *Objects) add(v any) {
+	switch v := v.(type) {
+	case state.BGPPeer:
+		o.Peers = append(o.Peers, v)
+	case state.BGPConfiguration:
+		o.Configs = append(o.Configs, v)
+	case state.BGPFilter:
+		o.Filters = append(o.Filters, v)
+	case state.Node:
+		o.Nodes = append(o.Nodes, v)
+	case state.Secret:
+		o.Secrets = append(o.Secrets, v)
+	}
+}
+
+// sortByName orders every list by name, whatever the file order.
+func (o *Objects) sortByName() {
+	slices.SortStableFunc(o.Peers, func(a, b state.BGPPeer) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(o.Configs, func(a, b state.BGPConfiguration) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(o.Filters, func(a, b state.BGPFilter) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(o.Nodes, func(a, b state.Node) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(o.Secrets, func(a, b state.Secret) int { return cmp.Compare(a.Name, b.Name) })
+}
+
+// LoadDir reads every manifest file of dir once: the objects, and the
+// problems of every file in file order. A directory that cannot be listed
+// is one problem on "file/." and no objects.
+func LoadDir(dir string) (Objects, []state.Problem) {
+	files, err := readManifestDir(dir)
+	if err != nil {
+		return Objects{}, []state.Problem{dirProblem(err)}
+	}
+	objs, probs := loadFiles(files)
+	var out []state.Problem
+	for _, f := range files {
+		out = append(out, probs[fileSource(f.name)]...)
+	}
+	return objs, out
+}
+
+// fileInput is one manifest file as read.
+type fileInput struct {
+	name string // relative to the directory
+	data []byte
+	err  string // why it could not be read; "" when it was
+}
+
+// fileSource is the problem source and object name of a file.
+func fileSource(name string) string { return "file/" + filepath.ToSlash(name) }
+
+// dirSource names the directory itself in problems.
+const dirSource = "file/."
+
+func dirProblem(err error) state.Problem {
+	return state.Problem{Object: dirSource, Reason: "cannot list the directory: " + fileErrText(err)}
+}
+
+// loadFiles decodes files, in order, into Objects and the problems of each
+// file that has any, by source. The first definition of a kind and name
+// wins; later ones are problems on their own file.
+func loadFiles(files []fileInput) (Objects, map[string][]state.Problem) {
+	var o Objects
+	problems := map[string][]state.Problem{}
+	first := map[string]firstDefinition{}
+	for _, f := range files {
+		var fps []fileProblem
+		if f.err != "" {
+			fps = []fileProblem{{reason: f.err}}
+		} else {
+			objs, ps := decodeManifest(f.data)
+			fps = ps
+			for _, obj := range objs {
+				key := string(obj.kind) + "/" + obj.name
+				if w, dup := first[key]; dup {
+					fps = append(fps, duplicateManifestProblem(obj, w))
+					continue
+				}
+				first[key] = firstDefinition{file: f.name, obj: obj}
+				o.add(obj.value)
+			}
+		}
+		if len(fps) > 0 {
+			problems[fileSource(f.name)] = fileProblems(f.name, fps)
+		}
+	}
+	o.sortByName()
+	return o, problems
+}
+
+// firstDefinition is where an object was first defined.
+type firstDefinition struct {
+	file string
+	obj  manifestObject
+}
+
+func duplicateManifestProblem(obj manifestObject, w firstDefinition) fileProblem {
+	detail := fmt.Sprintf("duplicate %s ignored: %s line %d defines it first as %s",
+		obj.label, filepath.ToSlash(w.file), w.obj.line, w.obj.label)
+	return fileProblem{line: obj.line, reason: redactSecrets(detail, slices.Concat(obj.secrets, w.obj.secrets))}
+}
+
+// fileProblems orders a file's problems by line and names them.
+func fileProblems(name string, fps []fileProblem) []state.Problem {
+	slices.SortStableFunc(fps, func(a, b fileProblem) int { return cmp.Compare(a.line, b.line) })
+	out := make([]state.Problem, 0, len(fps))
+	for _, p := range fps {
+		reason := p.reason
+		if p.line > 0 {
+			reason = fmt.Sprintf("line %d: %s", p.line, p.reason)
+		}
+		out = append(out, state.Problem{Object: fileSource(name), Reason: reason})
+	}
+	return out
+}
+
+// maxManifestSize bounds what is read of one file.
+const maxManifestSize = 16 << 20
+
+// readManifestDir reads the manifest files of dir, sorted by name.
+func readManifestDir(dir string) ([]fileInput, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []fileInput
+	for _, e := range entries {
+		if !isManifestName(e.Name()) {
+			continue
+		}
+		if f, ok := readManifestFile(dir, e.Name()); ok {
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+// isManifestName reports whether a directory entry is read as a manifest.
+func isManifestName(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return !strings.HasPrefix(name, ".")
+	}
+	return false
+}
+
+// readManifestFile reads one file; ok is false for a directory. Anything
+// but a regular file (a FIFO would block) is not opened.
+func readManifestFile(dir, name string) (fileInput, bool) {
+	path := filepath.Join(dir, name)
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fileInput{name: name, err: "cannot read the file: " + fileErrText(err)}, true
+	case st.IsDir():
+		return fileInput{}, false
+	case !st.Mode().IsRegular():
+		return fileInput{name: name, err: "not a regular file"}, true
+	}
+	data, err := readManifestLimited(path)
+	if err != nil {
+		return fileInput{name: name, err: "cannot read the file: " + fileErrText(err)}, true
+	}
+	return fileInput{name: name, data: data}, true
+}
+
+func readManifestLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
+	if err == nil && len(data) > maxManifestSize {
+		err = fmt.Errorf("larger than %d MiB", maxManifestSize>>20)
+	}
+	return data, err
+}
+
+// fileErrText is err's text without the path a *fs.PathError repeats.
+func fileErrText(err error) string {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

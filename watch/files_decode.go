@@ -1,0 +1,145 @@
+package watch
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	v3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// The API versions a manifest's Calico objects may use: both are read into
+// the same v3 types, so a BGPPeer is the same object in either.
+const (
+	manifestCRDVersion = "crd.projectcalico.org/v1"
+	manifestV3Version  = "projectcalico.org/v3"
+)
+
+// manifestObject is one converted object of a manifest and where it came
+// from.
+type manifestObject struct {
+	kind    state.Kind
+	name    string
+	label   string   // e.g. `BGPPeer "tor-a" (projectcalico.org/v3)`
+	line    int      // where its document (or List) starts
+	value   any      // state.BGPPeer, BGPConfiguration, BGPFilter, Node or Secret
+	secrets []string // a Secret's values, kept out of problems about it
+}
+
+// manifestKind decodes one kind of object into its state value and name.
+type manifestKind struct {
+	kind   state.Kind
+	decode func(raw []byte) (value any, name string, err error)
+}
+
+// The kinds the directory source reads, by API version and kind.
+var manifestKinds = map[string]manifestKind{
+	"calico/BGPPeer":          {state.KindBGPPeer, decodeManifestPeer},
+	"calico/BGPConfiguration": {state.KindBGPConfiguration, decodeManifestConfig},
+	"calico/BGPFilter":        {state.KindBGPFilter, decodeManifestFilter},
+	"v1/Node":                 {state.KindNode, decodeManifestNode},
+	"v1/Secret":               {state.KindSecret, decodeManifestSecret},
+}
+
+// Calico objects are decoded strictly (unknown or duplicate fields are an
+// error, as `kubectl apply` does by default): their spec drives peering,
+// and a misspelt field such as nodeSelector would otherwise turn a peer
+// into a global one. Nodes and Secrets are decoded leniently: only labels,
+// annotations and data are read, and a Node dumped from a newer cluster
+// may carry status fields this build does not know.
+
+func decodeManifestPeer(raw []byte) (any, string, error) {
+	var p v3.BGPPeer
+	err := yaml.UnmarshalStrict(raw, &p)
+	return Peer(&p), p.Name, err
+}
+
+func decodeManifestConfig(raw []byte) (any, string, error) {
+	var c v3.BGPConfiguration
+	err := yaml.UnmarshalStrict(raw, &c)
+	return Config(&c), c.Name, err
+}
+
+func decodeManifestFilter(raw []byte) (any, string, error) {
+	var f v3.BGPFilter
+	err := yaml.UnmarshalStrict(raw, &f)
+	return Filter(&f), f.Name, err
+}
+
+func decodeManifestNode(raw []byte) (any, string, error) {
+	var n corev1.Node
+	err := yaml.Unmarshal(raw, &n)
+	return Node(&n), n.Name, err
+}
+
+// decodeManifestSecret never returns the decoder's own error, which may
+// quote the data: only what kind of mistake it is.
+func decodeManifestSecret(raw []byte) (any, string, error) {
+	var s corev1.Secret
+	if err := yaml.Unmarshal(raw, &s); err != nil {
+		if strings.Contains(err.Error(), "base64") {
+			return nil, s.Name, fmt.Errorf("data is not valid base64 (%s)", secretWithheld)
+		}
+		return nil, s.Name, fmt.Errorf("does not decode as a v1 Secret (%s)", secretWithheld)
+	}
+	return Secret(&s), s.Name, nil
+}
+
+// lookupManifestKind returns how to read a document of apiVersion and kind. It
+// returns ok=false with an empty reason for documents the source ignores
+// (other Kubernetes kinds, Calico kinds other than BGP ones), and with a
+// reason for ones it should have read but cannot.
+func lookupManifestKind(apiVersion, kind string) (mk manifestKind, reason string, ok bool) {
+	group, _, _ := strings.Cut(apiVersion, "/")
+	calico := group == "crd.projectcalico.org" || group == "projectcalico.org"
+	switch {
+	case apiVersion == manifestCRDVersion || apiVersion == manifestV3Version:
+		if mk, ok := manifestKinds["calico/"+kind]; ok {
+			return mk, "", true
+		}
+		if strings.HasPrefix(strings.ToLower(kind), "bgp") {
+			return mk, fmt.Sprintf("unknown kind %q in %s", kind, apiVersion), false
+		}
+	case calico && manifestKinds["calico/"+kind].decode != nil:
+		return mk, fmt.Sprintf("%s: unsupported apiVersion %q (want %s or %s)",
+			kind, apiVersion, manifestCRDVersion, manifestV3Version), false
+	case apiVersion == "v1":
+		if mk, ok := manifestKinds["v1/"+kind]; ok {
+			return mk, "", true
+		}
+	case apiVersion == "" && kind == "":
+		return mk, "not a manifest: no apiVersion and kind", false
+	case apiVersion == "":
+		return mk, fmt.Sprintf("%s: missing apiVersion", kind), false
+	}
+	if kind == "" && (calico || apiVersion == "v1") {
+		return mk, fmt.Sprintf("missing kind (apiVersion %s)", apiVersion), false
+	}
+	return mk, "", false
+}
+
+// manifestLabel names an object in problems, e.g. `BGPPeer "tor-a"
+// (projectcalico.org/v3)` or `Secret "bgp" (namespace "ns")`.
+func manifestLabel(apiVersion, kind string, meta map[string]any) string {
+	name, _ := meta["name"].(string)
+	label := fmt.Sprintf("%s %q", kind, name)
+	if apiVersion != "v1" {
+		return label + " (" + apiVersion + ")"
+	}
+	if ns, _ := meta["namespace"].(string); kind == "Secret" && ns != "" {
+		label += fmt.Sprintf(" (namespace %q)", ns)
+	}
+	return label
+}
+
+// parseManifestTree reads a document (YAML or JSON) into generic values, numbers
+// kept as json.Number, to learn its kind before the typed decode.
+func parseManifestTree(raw []byte) (any, error) {
+	var tree any
+	err := yaml.Unmarshal(raw, &tree, func(d *json.Decoder) *json.Decoder { d.UseNumber(); return d })
+	return tree, err
+}

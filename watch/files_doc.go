@@ -1,0 +1,160 @@
+package watch
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// fileProblem is a problem of one file, at a line (0: the whole file).
+type fileProblem struct {
+	line   int
+	reason string
+}
+
+// fileDecoder decodes the documents of one manifest file, collecting its
+// objects and problems.
+type fileDecoder struct {
+	objects  []manifestObject
+	problems []fileProblem
+}
+
+// docPos is where an object being decoded sits: the document's content
+// line and first line, and, for an item of a List, its index.
+type docPos struct {
+	line, start int
+	item        int // 1-based index in a List; 0 for a top-level object
+}
+
+// decodeManifest decodes every document of a file. A document that cannot
+// be read is a problem and is skipped; the others still load.
+func decodeManifest(data []byte) ([]manifestObject, []fileProblem) {
+	d := &fileDecoder{}
+	for _, doc := range splitManifest(data) {
+		d.document(doc)
+	}
+	return d.objects, d.problems
+}
+
+// problem records a problem at line; detail is redacted of secrets.
+func (d *fileDecoder) problem(pos docPos, line int, detail string, secrets []string) {
+	if pos.item > 0 {
+		detail = fmt.Sprintf("item %d: %s", pos.item, detail)
+	}
+	d.problems = append(d.problems, fileProblem{line: line, reason: redactSecrets(detail, secrets)})
+}
+
+func (d *fileDecoder) document(doc manifestDoc) {
+	pos := docPos{line: doc.line, start: doc.start}
+	tree, err := parseManifestTree(doc.text)
+	if err != nil {
+		line, detail := yamlSyntaxProblem(err)
+		d.problem(pos, min(pos.absolute(line), doc.lastLine()), detail, nil)
+		return
+	}
+	d.object(tree, doc.text, pos, manifestSecretValues(tree))
+}
+
+// object decodes one object (a document, or an item of a List) whose
+// generic form is tree and whose text is raw.
+func (d *fileDecoder) object(tree any, raw []byte, pos docPos, secrets []string) {
+	m, ok := tree.(map[string]any)
+	if !ok {
+		if tree != nil {
+			d.problem(pos, pos.line, "not a manifest: a document must be a mapping with apiVersion and kind", secrets)
+		}
+		return
+	}
+	apiVersion, _ := m["apiVersion"].(string)
+	kind, _ := m["kind"].(string)
+	if apiVersion == "v1" && kind == "List" && pos.item == 0 {
+		d.list(m, pos, secrets)
+		return
+	}
+	mk, reason, ok := lookupManifestKind(apiVersion, kind)
+	if !ok {
+		if reason != "" {
+			d.problem(pos, pos.line, reason, secrets)
+		}
+		return
+	}
+	meta, _ := m["metadata"].(map[string]any)
+	label := manifestLabel(apiVersion, kind, meta)
+	value, name, err := mk.decode(raw)
+	if err != nil {
+		line, detail := pos.decodeError(err)
+		d.problem(pos, line, label+": "+detail, secrets)
+		return
+	}
+	if name == "" {
+		d.problem(pos, pos.line, kind+": missing metadata.name", secrets)
+		return
+	}
+	d.objects = append(d.objects, manifestObject{kind: mk.kind, name: name, label: label,
+		line: pos.line, value: value, secrets: secrets})
+}
+
+// list decodes the items of a v1 List (as `kubectl get -o yaml` writes).
+func (d *fileDecoder) list(m map[string]any, pos docPos, secrets []string) {
+	items, ok := m["items"].([]any)
+	if !ok && m["items"] != nil {
+		d.problem(pos, pos.line, "List: items is not a list", secrets)
+		return
+	}
+	for i, item := range items {
+		raw, err := json.Marshal(item)
+		if err != nil { // cannot happen for parsed YAML; keep the item out
+			d.problem(pos, pos.line, fmt.Sprintf("List: item %d cannot be re-encoded", i+1), secrets)
+			continue
+		}
+		d.object(item, raw, docPos{line: pos.line, start: pos.start, item: i + 1}, secrets)
+	}
+}
+
+// absolute maps a go-yaml line number within the document to the file's,
+// or returns the document's line when there is none (0).
+func (p docPos) absolute(line int) int {
+	if line <= 0 || p.item > 0 {
+		return p.line
+	}
+	return p.start + line - 1
+}
+
+// The prefixes sigs.k8s.io/yaml and go-yaml wrap their errors in.
+var yamlErrorPrefixes = []string{"error converting YAML to JSON: ", "error unmarshaling JSON: ",
+	"while decoding JSON: ", "yaml: "}
+
+var (
+	yamlLineRef     = regexp.MustCompile(`\bline \d+:`)
+	yamlLeadingLine = regexp.MustCompile(`^line (\d+): `)
+)
+
+// decodeError turns a typed decode error into a line and a one-line
+// detail, with go-yaml's document-relative line numbers made the file's.
+func (p docPos) decodeError(err error) (int, string) {
+	msg := trimYAMLPrefixes(err.Error())
+	msg = yamlLineRef.ReplaceAllStringFunc(msg, func(s string) string {
+		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(s, "line "), ":"))
+		return "line " + strconv.Itoa(p.absolute(n)) + ":"
+	})
+	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "unmarshal errors:", "")), " ")
+	if m := yamlLeadingLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n, msg[len(m[0]):]
+	}
+	return p.line, msg
+}
+
+func trimYAMLPrefixes(msg string) string {
+	for again := true; again; {
+		again = false
+		for _, p := range yamlErrorPrefixes {
+			if strings.HasPrefix(msg, p) {
+				msg, again = msg[len(p):], true
+			}
+		}
+	}
+	return msg
+}

@@ -1,0 +1,221 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// The API groups Calico's BGP objects are served from, and the flag value
+// that picks between them at start.
+const (
+	GroupCRD  = "crd.projectcalico.org/v1"
+	GroupV3   = "projectcalico.org/v3"
+	GroupAuto = "auto"
+)
+
+// KubeConfig is what the Kubernetes source needs.
+type KubeConfig struct {
+	Client    kubernetes.Interface
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface // for the API group auto-detection
+	Group     string                       // GroupCRD (default when empty), GroupV3 or GroupAuto
+	Namespace string                       // where password Secrets live
+	Log       *slog.Logger                 // nil: slog.Default()
+}
+
+// Kube is the Kubernetes source: a reflector per kind (BGPPeer,
+// BGPConfiguration, BGPFilter, Node) feeding a store that turns every
+// (re)list into one SourceSynced and every watch event into an upsert or a
+// delete, plus one watch per referenced Secret name.
+type Kube struct {
+	cfg     KubeConfig
+	log     *slog.Logger
+	backoff *wait.Backoff // nil: client-go's default; tests shorten it
+
+	mu      sync.Mutex
+	run     *runScope               // set while Run runs
+	secrets map[string]*secretWatch // wanted names, started while Run runs
+}
+
+// runScope is what a running Run lends to watches started later.
+type runScope struct {
+	ctx      context.Context
+	dispatch func(state.Action)
+	wg       *sync.WaitGroup
+}
+
+// NewKube checks cfg; nothing talks to the API server before Run.
+func NewKube(cfg KubeConfig) (*Kube, error) {
+	if cfg.Client == nil || cfg.Dynamic == nil {
+		return nil, errors.New("kube source: a typed and a dynamic client are required")
+	}
+	if cfg.Group == "" {
+		cfg.Group = GroupCRD
+	}
+	switch cfg.Group {
+	case GroupCRD, GroupV3:
+	case GroupAuto:
+		if cfg.Discovery == nil {
+			return nil, errors.New("kube source: group auto needs a discovery client")
+		}
+	default:
+		return nil, fmt.Errorf("kube source: unknown API group %q (want %s, %s or %s)", cfg.Group, GroupCRD, GroupV3, GroupAuto)
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Kube{cfg: cfg, log: log, secrets: map[string]*secretWatch{}}, nil
+}
+
+// Run resolves the API group, then lists and watches every kind and the
+// wanted Secrets, handing what it sees to dispatch, until ctx ends. It
+// returns nil once ctx ends and every reflector has stopped. dispatch must
+// not block for long and must not call back into Watch or Unwatch
+// synchronously: it is called with a store's lock held, which is what
+// guarantees that nothing of a secret arrives after Unwatch returns.
+func (k *Kube) Run(ctx context.Context, dispatch func(state.Action)) error {
+	ctx = klog.NewContext(ctx, logr.FromSlogHandler(k.log.Handler()))
+	group, ok := k.resolveGroup(ctx)
+	if !ok {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(group)
+	if err != nil {
+		return fmt.Errorf("kube source: %w", err)
+	}
+	var wg sync.WaitGroup
+	if err := k.begin(&runScope{ctx: ctx, dispatch: dispatch, wg: &wg}); err != nil {
+		return err
+	}
+	k.log.Info("kube source started", "group", group, "namespace", k.cfg.Namespace)
+	for _, s := range k.sources(gv, dispatch) {
+		wg.Go(func() { s.RunWithContext(ctx) })
+	}
+	<-ctx.Done()
+	k.end()
+	wg.Wait()
+	return nil
+}
+
+// begin records the running scope and starts the secret watches wanted so far.
+func (k *Kube) begin(rs *runScope) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.run != nil {
+		return errors.New("kube source: Run is already running")
+	}
+	k.run = rs
+	for _, w := range k.secrets {
+		k.startSecret(w)
+	}
+	return nil
+}
+
+// end forgets the running scope and stops the secret watches; the names
+// stay wanted, so a later Run starts them again.
+func (k *Kube) end() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.run = nil
+	for _, w := range k.secrets {
+		w.stop()
+	}
+}
+
+// resolveGroup settles the group flag, retrying discovery with backoff
+// until it answers or ctx ends (false).
+func (k *Kube) resolveGroup(ctx context.Context) (string, bool) {
+	delay := k.retryBackoff().DelayFunc()
+	for {
+		g, err := ResolveGroup(k.cfg.Discovery, k.cfg.Group)
+		if err == nil {
+			return g, true
+		}
+		k.log.Warn("API group discovery failed, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-time.After(delay()):
+		}
+	}
+}
+
+// Backoff of the group discovery when no test shortens it.
+const (
+	defaultRetryInit = time.Second
+	defaultRetryCap  = 30 * time.Second
+)
+
+// retryBackoff grows from its initial delay to its cap and stays there.
+func (k *Kube) retryBackoff() wait.Backoff {
+	b := wait.Backoff{Duration: defaultRetryInit, Factor: 2, Jitter: 0.5, Steps: 64, Cap: defaultRetryCap}
+	if k.backoff != nil {
+		b.Duration, b.Cap = k.backoff.Duration, k.backoff.Cap
+	}
+	return b
+}
+
+// ResolveGroup turns the group flag into the group-version to read
+// BGPPeers, BGPConfigurations and BGPFilters from (SEMANTICS §1): empty
+// means GroupCRD; GroupAuto picks GroupV3 only when the server has the
+// projectcalico.org group and not crd.projectcalico.org, else GroupCRD.
+func ResolveGroup(d discovery.DiscoveryInterface, flag string) (string, error) {
+	switch flag {
+	case "", GroupCRD:
+		return GroupCRD, nil
+	case GroupV3:
+		return GroupV3, nil
+	case GroupAuto:
+	default:
+		return "", fmt.Errorf("unknown API group %q (want %s, %s or %s)", flag, GroupCRD, GroupV3, GroupAuto)
+	}
+	if d == nil {
+		return "", errors.New("group auto needs a discovery client")
+	}
+	list, err := d.ServerGroups()
+	if err != nil {
+		return "", fmt.Errorf("discover API groups: %w", err)
+	}
+	has := map[string]bool{}
+	for _, g := range list.Groups {
+		has[g.Name] = true
+	}
+	if has["projectcalico.org"] && !has["crd.projectcalico.org"] {
+		return GroupV3, nil
+	}
+	return GroupCRD, nil
+}
+
+// RESTConfig is the in-cluster config when kubeconfig is empty, else the
+// one that file describes.
+func RESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		c, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+		return c, nil
+	}
+	c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,212 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// sources builds the reflectors of the four listed kinds.
+func (k *Kube) sources(gv schema.GroupVersion, dispatch func(state.Action)) []*cache.Reflector {
+	nodes := newKindStore(nodeCodec(), dispatch, k.log)
+	nodeLW := &observedLW{client: k.cfg.Client, observe: nodes.observe,
+		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return k.cfg.Client.CoreV1().Nodes().List(ctx, o)
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+			return k.cfg.Client.CoreV1().Nodes().Watch(ctx, o)
+		}}
+	return []*cache.Reflector{
+		k.calico(gv, "bgppeers", "BGPPeer", newKindStore(peerCodec(), dispatch, k.log)),
+		k.calico(gv, "bgpconfigurations", "BGPConfiguration", newKindStore(configCodec(), dispatch, k.log)),
+		k.calico(gv, "bgpfilters", "BGPFilter", newKindStore(filterCodec(), dispatch, k.log)),
+		k.reflector("nodes", nodeLW, &corev1.Node{}, nodes),
+	}
+}
+
+// calico is the reflector of one Calico resource through the dynamic client.
+func (k *Kube) calico(gv schema.GroupVersion, resource, kind string, store interface {
+	cache.ReflectorStore
+	observe(error)
+}) *cache.Reflector {
+	res := k.cfg.Dynamic.Resource(gv.WithResource(resource))
+	lw := &observedLW{client: k.cfg.Dynamic, observe: store.observe,
+		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return res.List(ctx, o)
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+			return res.Watch(ctx, o)
+		}}
+	expected := &unstructured.Unstructured{}
+	expected.SetGroupVersionKind(gv.WithKind(kind))
+	return k.reflector(resource, lw, expected, store)
+}
+
+// reflector wires a lister-watcher to a store, with no resync.
+func (k *Kube) reflector(name string, lw cache.ListerWatcher, expected runtime.Object, store cache.ReflectorStore) *cache.Reflector {
+	logger := logr.FromSlogHandler(k.log.Handler())
+	return cache.NewReflectorWithOptions(lw, expected, store, cache.ReflectorOptions{
+		Name: "peeragent/" + name, Logger: &logger, Backoff: k.backoff,
+	})
+}
+
+// peerCodec: BGPPeers in either group, by name.
+func peerCodec() kindCodec[state.BGPPeer] {
+	return kindCodec[state.BGPPeer]{
+		decode: calicoDecoder(Peer), object: kindObjectName(state.KindBGPPeer),
+		upsert: func(v state.BGPPeer) state.Action { return state.PeerUpserted{Peer: v} },
+		remove: func(n string) state.Action { return state.PeerDeleted{Name: n} },
+		synced: func(vs []state.BGPPeer) []state.Action {
+			return []state.Action{state.SourceSynced{Kind: state.KindBGPPeer, Peers: vs}}
+		},
+	}
+}
+
+// configCodec: BGPConfigurations in either group, by name.
+func configCodec() kindCodec[state.BGPConfiguration] {
+	return kindCodec[state.BGPConfiguration]{
+		decode: calicoDecoder(Config), object: kindObjectName(state.KindBGPConfiguration),
+		upsert: func(v state.BGPConfiguration) state.Action { return state.ConfigUpserted{Config: v} },
+		remove: func(n string) state.Action { return state.ConfigDeleted{Name: n} },
+		synced: func(vs []state.BGPConfiguration) []state.Action {
+			return []state.Action{state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: vs}}
+		},
+	}
+}
+
+// filterCodec: BGPFilters in either group, by name.
+func filterCodec() kindCodec[state.BGPFilter] {
+	return kindCodec[state.BGPFilter]{
+		decode: calicoDecoder(Filter), object: kindObjectName(state.KindBGPFilter),
+		upsert: func(v state.BGPFilter) state.Action { return state.FilterUpserted{Filter: v} },
+		remove: func(n string) state.Action { return state.FilterDeleted{Name: n} },
+		synced: func(vs []state.BGPFilter) []state.Action {
+			return []state.Action{state.SourceSynced{Kind: state.KindBGPFilter, Filters: vs}}
+		},
+	}
+}
+
+// nodeCodec: core Nodes, labels and Calico annotations only.
+func nodeCodec() kindCodec[state.Node] {
+	return kindCodec[state.Node]{
+		object: kindObjectName(state.KindNode),
+		decode: func(obj any) (state.Node, error) {
+			n, ok := obj.(*corev1.Node)
+			if !ok {
+				return state.Node{}, fmt.Errorf("not a Node: %T", obj)
+			}
+			return Node(n), nil
+		},
+		upsert: func(v state.Node) state.Action { return state.NodeUpserted{Node: v} },
+		remove: func(n string) state.Action { return state.NodeDeleted{Name: n} },
+		synced: func(vs []state.Node) []state.Action {
+			return []state.Action{state.SourceSynced{Kind: state.KindNode, Nodes: vs}}
+		},
+	}
+}
+
+func kindObjectName(k state.Kind) func(string) string {
+	return func(name string) string { return string(k) + "/" + name }
+}
+
+// calicoDecoder decodes an unstructured Calico object into its v3 type P
+// and converts it.
+func calicoDecoder[P any, T any](conv func(*P) T) func(any) (T, error) {
+	return func(obj any) (T, error) {
+		var p P
+		if err := decodeCalico(obj, &p); err != nil {
+			var zero T
+			return zero, err
+		}
+		return conv(&p), nil
+	}
+}
+
+// decodeCalico decodes through JSON, as a typed client would, and not with
+// runtime.DefaultUnstructuredConverter: the converter silently wraps
+// out-of-range integers (asNumber 5000000000 becomes 705032704, ttlSecurity
+// 300 becomes 44), turning bad input into wrong input.
+func decodeCalico(obj any, into any) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Errorf("decode: unexpected %T", obj)
+	}
+	b, err := u.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(b, into); err != nil {
+		return errors.New(decodeReason(u, err))
+	}
+	return nil
+}
+
+// decodeReason names the offending field and its value when it can
+// (Calico's ASNumber hides the value behind a misleading "of type string").
+func decodeReason(u *unstructured.Unstructured, err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" {
+		return "decode: " + err.Error()
+	}
+	if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, strings.Split(te.Field, ".")...); found {
+		return fmt.Sprintf("invalid %s: %v", te.Field, v)
+	}
+	return fmt.Sprintf("invalid %s: %s", te.Field, te.Value)
+}
+
+// observedLW is a lister-watcher that reports the outcome of each call
+// (to turn a 403 into a problem) and tells the reflector whether its
+// client supports watch-list (client-go's fakes do not).
+type observedLW struct {
+	client  any
+	observe func(error)
+	list    func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	watch   func(context.Context, metav1.ListOptions) (kwatch.Interface, error)
+}
+
+// ListWithContext implements cache.ListerWatcherWithContext.
+func (l *observedLW) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	obj, err := l.list(ctx, o)
+	l.observe(err)
+	return obj, err
+}
+
+// WatchWithContext implements cache.ListerWatcherWithContext.
+func (l *observedLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+	w, err := l.watch(ctx, o)
+	l.observe(err)
+	return w, err
+}
+
+// List implements cache.ListerWatcher.
+func (l *observedLW) List(o metav1.ListOptions) (runtime.Object, error) {
+	return l.ListWithContext(context.Background(), o)
+}
+
+// Watch implements cache.ListerWatcher.
+func (l *observedLW) Watch(o metav1.ListOptions) (kwatch.Interface, error) {
+	return l.WatchWithContext(context.Background(), o)
+}
+
+// IsWatchListSemanticsUnSupported lets client-go's fake clients opt out of
+// watch-list, as they do for their own informers.
+func (l *observedLW) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(l.client)
+}
+
+var _ cache.ListerWatcherWithContext = (*observedLW)(nil)
