@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var updatePlan = flag.Bool("update", false, "rewrite testdata/plan-lab-node-a.json")
+
+// TestPlanLab pins `peeragent plan --from examples/lab --node node-a -o json`:
+// its JSON is a stable interface.
+func TestPlanLab(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main([]string{"plan", "--from", "../../examples/lab", "--node", "node-a", "-o", "json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	const path = "testdata/plan-lab-node-a.json"
+	if *updatePlan {
+		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(string(want), out.String()); d != "" {
+		t.Errorf("plan differs (-want +got):\n%s", d)
+	}
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"node", "routerID", "asn", "neighbors", "effects", "problems"} {
+		if _, ok := p[k]; !ok {
+			t.Errorf("plan JSON lacks %q", k)
+		}
+	}
+	if strings.Contains(out.String(), "lab-only-password") {
+		t.Error("plan shows the password text")
+	}
+}
+
+func TestPlanText(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main([]string{"plan", "--from", "../../examples/lab", "--node", "node-b"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"node node-b: AS 64512", "127.0.0.1", "start-server", "problems (0)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text plan lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no-command", nil, 2, "Usage:"},
+		{"unknown-command", []string{"frobnicate"}, 2, "unknown command"},
+		{"plan-without-from", []string{"plan", "--node", "x"}, 1, "--from and --node are required"},
+		{"plan-bad-format", []string{"plan", "--from", "../../examples/lab", "--node", "node-a", "-o", "xml"}, 1, "want text or json"},
+		{"run-without-node", []string{"run", "--from", "../../examples/lab", "--node", ""}, 1, "--node"},
+		{"status-nobody-listening", []string{"status", "--addr", "127.0.0.1:1"}, 1, "read state from"},
+		{"help", []string{"--help"}, 0, "peeragent plan"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Main(c.args, &out, &errb)
+			if code != c.code || !strings.Contains(out.String()+errb.String(), c.want) {
+				t.Errorf("Main(%q) = %d, output %q; want %d and %q", c.args, code, out.String()+errb.String(), c.code, c.want)
+			}
+		})
+	}
+}
