@@ -23,13 +23,18 @@ package watch
 //     not BGP ones (IPPool, FelixConfiguration...), so a directory can also
 //     hold other manifests. A problem: a BGP-looking kind this agent does
 //     not know (a typo such as BGPPeers), a BGP kind in another version of
-//     the Calico groups, a document without apiVersion or kind.
+//     the Calico groups, a document with neither apiVersion nor kind, or
+//     missing one of them for a kind it reads.
+//   - Decoding: each document goes through sigs.k8s.io/yaml into the
+//     Calico v3 or core v1 type, then the converters of convert.go. Calico
+//     objects are strict (an unknown or repeated field is a problem, as
+//     with `kubectl apply`); Nodes and Secrets are lenient (files_decode.go).
 //   - Problems: a file that cannot be read, a document that is not valid
 //     YAML or does not decode into its type, an object without a name, or a
 //     duplicate, is a Problem{Object: "file/NAME", Reason: "line N: ..."}
-//     (no line for the whole file); the object is skipped and everything
-//     else still loads. Problems never quote a Secret's data
-//     (files_redact.go).
+//     (no line for the whole file), N counted from 1 in the file; the
+//     object is skipped and everything else still loads. Problems never
+//     quote a Secret's data (files_redact.go).
 //   - Duplicates: the same kind and name defined twice (in one file or
 //     two, in one API group or both) is one object: the first definition in
 //     file-name and document order wins, and each later one is a problem

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -101,7 +102,8 @@ func manifestSecretValues(tree any) []string {
 		}
 	}
 	walk(tree)
-	return out
+	slices.Sort(out) // aliases repeat values
+	return slices.Compact(out)
 }
 
 // appendSecretLeaves appends the text of every scalar in v, and, when decode is
