@@ -66,12 +66,22 @@ func TestTwoAgentsFollowSecretRotation(t *testing.T) {
 		fp2 = waitSession(t, a, "127.0.0.2", "")
 	}
 	waitSession(t, b, "127.0.0.1", fp2)
-	for _, ag := range []*agentProc{a, b} {
+
+	// SIGKILL node-a and start it again: it converges back, nothing lost.
+	a.cmd.Process.Kill()
+	a.cmd.Wait()
+	a2 := startAgent(t, bin, dir, "node-a", "127.0.0.1")
+	waitSession(t, a2, "127.0.0.2", fp2)
+	waitSession(t, b, "127.0.0.1", fp2)
+	for _, ag := range []*agentProc{a, a2, b} {
 		for _, secret := range []string{"first-e2e-secret", "second-e2e-secret"} {
 			if strings.Contains(ag.logs(), secret) {
 				t.Errorf("%s logged a password", ag.node)
 			}
-			for _, path := range []string{"/state", "/actions", "/metrics"} {
+			if ag == a {
+				continue // killed: its HTTP is gone
+			}
+			for _, path := range []string{"/state", "/actions", "/metrics", "/nope"} {
 				if _, body := get(t, "http://"+ag.http+path); strings.Contains(body, secret) {
 					t.Errorf("%s %s shows a password", ag.node, path)
 				}
@@ -83,6 +93,7 @@ func TestTwoAgentsFollowSecretRotation(t *testing.T) {
 type agentProc struct {
 	node, http string
 	out        *os.File
+	cmd        *exec.Cmd
 }
 
 func (a *agentProc) logs() string {
@@ -111,7 +122,11 @@ func startAgent(t *testing.T, bin, dir, node, addr string) *agentProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	a.cmd = cmd
 	t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return
+		}
 		cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
