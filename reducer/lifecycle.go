@@ -33,7 +33,7 @@ var Lifecycle = fsm.Events{
 	{Name: evConfigure, Src: []string{pNew, pWaiting, pFail, pDeleting, pConfiguring, pConfigured, pEstablished, pUpdating}, Dst: pConfiguring},
 	{Name: evUpdate, Src: []string{pConfigured, pEstablished, pUpdating, pConfiguring, pFail}, Dst: pUpdating},
 	{Name: evApplied, Src: []string{pConfiguring, pUpdating, pFail}, Dst: pConfigured},
-	{Name: evFail, Src: []string{pConfiguring, pUpdating, pDeleting, pFail}, Dst: pFail},
+	{Name: evFail, Src: []string{pConfiguring, pUpdating, pDeleting, pFail, pWaiting}, Dst: pFail},
 	{Name: evUp, Src: []string{pConfigured}, Dst: pEstablished},
 	{Name: evDown, Src: []string{pEstablished}, Dst: pConfigured},
 	{Name: evDelete, Src: []string{pWaiting, pConfiguring, pConfigured, pEstablished, pUpdating, pFail}, Dst: pDeleting},

@@ -83,9 +83,18 @@ func (t *tx) putSession(k string, x *state.Session) {
 // (it is what a missing secret falls back to).
 func (t *tx) peerApplied(k string, x *state.Session) {
 	n, ok := t.s.Out.Neighbors.Get(k)
-	if !ok || !n.Active() {
+	if !ok {
 		if x.Phase == pDeleting || x.Phase == pFail {
 			t.s.Out.Sessions = t.s.Out.Sessions.Delete(k)
+		}
+		return
+	}
+	if !n.Active() {
+		// The undo of an unconfirmed add landed: back to waiting.
+		if x.Phase == pFail {
+			x.Attempts, x.LastError = 0, ""
+			t.move(x, evHold)
+			t.putSession(k, x)
 		}
 		return
 	}
