@@ -11,7 +11,7 @@ test: deps apiserver fmt-check vet
 ## deps: install the real peers the interop tests run (Debian packages), when missing and
 ## the machine allows it (root and apt-get); never fails: tests then skip, or fail under CI=true
 ## DEPS: command:package pairs; a command is found in PATH or /usr/sbin
-DEPS ?= bird:bird2
+DEPS ?= bird:bird2 /usr/lib/frr/bgpd:frr
 deps:
 	@missing=; for d in $(DEPS); do cmd=$${d%%:*}; pkg=$${d#*:}; \
 	  command -v $$cmd >/dev/null 2>&1 || [ -x /usr/sbin/$$cmd ] || missing="$$missing $$pkg"; \

@@ -1,0 +1,140 @@
+package frrtest
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// bgpdDirs are searched for bgpd after PATH: Debian installs the FRR
+// daemons in /usr/lib/frr, which is in nobody's PATH.
+var bgpdDirs = []string{"/usr/lib/frr", "/usr/sbin", "/usr/local/sbin", "/usr/local/lib/frr", "/sbin"}
+
+// vtyshDirs are searched for vtysh after PATH.
+var vtyshDirs = []string{"/usr/bin", "/usr/local/bin", "/usr/sbin"}
+
+// minMajor.minMinor is the oldest FRR accepted: 8.4 brought
+// "bgp allow-martian-nexthop", which every rendered config holds.
+const minMajor, minMinor = 8, 4
+
+type binaries struct {
+	bgpd, vtysh, version string
+}
+
+var (
+	lookupOnce sync.Once
+	lookupBins binaries
+	lookupErr  error
+	loudOnce   sync.Once
+)
+
+// lookup finds bgpd and vtysh once per process and checks bgpd's version.
+func lookup() (binaries, error) {
+	lookupOnce.Do(func() { lookupBins, lookupErr = find() })
+	return lookupBins, lookupErr
+}
+
+func find() (binaries, error) {
+	bgpd, err := findBinary("bgpd", bgpdDirs)
+	if err != nil {
+		return binaries{}, err
+	}
+	vtysh, err := findBinary("vtysh", vtyshDirs)
+	if err != nil {
+		return binaries{}, err
+	}
+	// bgpd --version prints "bgpd version 8.4.4" then build details.
+	out, err := exec.Command(bgpd, "--version").CombinedOutput()
+	if err != nil {
+		return binaries{}, fmt.Errorf("%s --version: %v: %s", bgpd, err, strings.TrimSpace(string(out)))
+	}
+	v, err := parseVersion(string(out))
+	if err != nil {
+		return binaries{}, fmt.Errorf("%s --version: %w", bgpd, err)
+	}
+	return binaries{bgpd: bgpd, vtysh: vtysh, version: v}, nil
+}
+
+// parseVersion reads "bgpd version X.Y.Z" from the first line and checks
+// it is at least minMajor.minMinor.
+func parseVersion(out string) (string, error) {
+	first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	v, ok := strings.CutPrefix(strings.TrimSpace(first), "bgpd version ")
+	if !ok {
+		return "", fmt.Errorf("unexpected output %q", first)
+	}
+	f := strings.SplitN(v, ".", 3)
+	major, err1 := strconv.Atoi(f[0])
+	minor := -1
+	if len(f) > 1 {
+		minor, _ = strconv.Atoi(strings.TrimFunc(f[1], func(r rune) bool { return r < '0' || r > '9' }))
+	}
+	if err1 != nil || major < minMajor || major == minMajor && minor < minMinor {
+		return v, fmt.Errorf("FRR %s is too old: %d.%d or later is needed", v, minMajor, minMinor)
+	}
+	return v, nil
+}
+
+func findBinary(name string, dirs []string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, dir := range dirs {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in PATH or %s", name, strings.Join(dirs, ", "))
+}
+
+// Version is the version of the installed FRR (for example "8.4.4"), or
+// why FRR cannot be used.
+func Version() (string, error) {
+	b, err := lookup()
+	return b.version, err
+}
+
+// Require makes the test depend on a usable FRR: when bgpd or vtysh is
+// missing or FRR is older than 8.4, it skips the test with a loud reason
+// (also printed once on stderr, as go test shows skip reasons only with
+// -v), except when the environment has CI=true, where it fails the test
+// instead.
+func Require(t testing.TB) {
+	t.Helper()
+	_, err := lookup()
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("!!! FRR NOT AVAILABLE: %v. Install Debian's frr (make deps, as root).", err)
+	if inCI() {
+		t.Fatalf("%s Under CI=true a missing peer is a failure, not a skip.", msg)
+	}
+	loudOnce.Do(func() { fmt.Fprintf(os.Stderr, "%s FRR interop tests are SKIPPED.\n", msg) })
+	t.Skipf("%s SKIPPED.", msg)
+}
+
+func inCI() bool {
+	ci, _ := strconv.ParseBool(os.Getenv("CI"))
+	return ci
+}
+
+// FreePort is a TCP port on addr that was free a moment ago: the kernel
+// picks it, and it is released before returning, so another process could
+// take it in between (unlikely within one test run).
+func FreePort(t testing.TB, addr netip.Addr) int {
+	t.Helper()
+	l, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
+	if err != nil {
+		t.Fatalf("frrtest: free port on %v: %v", addr, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
