@@ -62,10 +62,36 @@ func (t *tx) nodeChanged(name string, old, cur *state.NodeEntry) {
 		t.reindexAddrs(name, old, cur)
 	}
 	if name == t.s.Node {
+		if old != nil && cur != nil && !attrsChanged(old, cur) {
+			t.localLabelsChanged(old, cur)
+			return
+		}
 		t.full = true
 		return
 	}
 	t.refreshNode(name)
+}
+
+// localLabelsChanged: this node's labels decide only which BGPPeers apply
+// here and which select it for a reverse peering, so only the peers whose
+// answer flipped are derived again: one selector test per peer instead of
+// a full re-derivation.
+func (t *tx) localLabelsChanged(old, cur *state.NodeEntry) {
+	var flipped []string
+	t.s.Inputs.Peers.Range(func(name string, p *state.PeerEntry) bool {
+		if !p.Valid {
+			return true
+		}
+		o4, o6 := t.reverseOf(p, old)
+		n4, n6 := t.reverseOf(p, cur)
+		if applies(p, old) != applies(p, cur) || o4 != n4 || o6 != n6 {
+			flipped = append(flipped, name)
+		}
+		return true
+	})
+	for _, name := range flipped {
+		t.refreshPeer(name)
+	}
 }
 
 func attrsChanged(old, cur *state.NodeEntry) bool {
