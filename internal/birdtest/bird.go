@@ -3,14 +3,14 @@ package birdtest
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/peeragent/peeragent/internal/daemontest"
 )
 
 const (
@@ -32,14 +32,11 @@ type Bird struct {
 	dir  string // holds bird.conf
 	conf string
 	sock string
-	cmd  *exec.Cmd
+	proc *daemontest.Process
 	out  *logBuffer
 
-	done    chan struct{} // closed when the process has exited
-	waitErr error         // the process's exit status, set before done closes
-
 	mu       sync.Mutex // guards cfg
-	cfg      Config
+	cfg      Config     // a deep copy: the caller's slices are not shared
 	stopOnce sync.Once
 }
 
@@ -48,7 +45,8 @@ type Bird struct {
 // returns once the control socket answers (within 10 s). A cleanup stops
 // BIRD (SIGTERM, then SIGKILL after 5 s) and waits for it; when the test
 // failed, the cleanup logs BIRD's output. Start calls Require first, so a
-// missing BIRD skips the test (fails it under CI=true).
+// missing BIRD skips the test (fails it under CI=true). Bird keeps a deep
+// copy of cfg: changing cfg's slices afterwards does not change Config.
 func Start(t testing.TB, cfg Config) *Bird {
 	t.Helper()
 	Require(t)
@@ -56,76 +54,23 @@ func Start(t testing.TB, cfg Config) *Bird {
 		t.Fatal(err)
 	}
 	bins, _ := lookup()
-	b := &Bird{t: t, bins: bins, dir: t.TempDir(), cfg: cfg, out: &logBuffer{}, done: make(chan struct{})}
+	b := &Bird{t: t, bins: bins, dir: t.TempDir(), cfg: cfg.clone(), out: &logBuffer{}}
 	b.conf = filepath.Join(b.dir, "bird.conf")
-	b.sock = socketPath(t, b.dir)
-	if err := writeFileAtomic(b.conf, cfg.Render()); err != nil {
+	b.sock = filepath.Join(daemontest.SocketDir(t, "birdtest", b.dir, "bird.ctl", maxSocketPath), "bird.ctl")
+	if err := daemontest.WriteFileAtomic(b.conf, cfg.Render()); err != nil {
 		t.Fatalf("birdtest: %v", err)
 	}
-	if err := b.launch(); err != nil {
+	var err error
+	b.proc, err = daemontest.Start("bird", exec.Command(b.bins.bird, "-f", "-c", b.conf, "-s", b.sock), b.out)
+	if err != nil {
 		t.Fatalf("birdtest: start %s: %v", b.bins.bird, err)
 	}
 	t.Cleanup(b.cleanup)
-	if err := b.waitReady(startTimeout); err != nil {
+	ready := func() error { _, err := b.Exec("show", "status"); return err }
+	if err = b.proc.WaitReady(startTimeout, "control socket", ready); err != nil {
 		t.Fatalf("birdtest: %s: %v\nbird.conf:\n%s", b, err, cfg.Render()) // the cleanup logs the output
 	}
 	return b
-}
-
-// socketPath is SOCK inside dir, or in a shorter temp dir when dir is too
-// deep for a unix socket path (long test names make long TempDirs).
-func socketPath(t testing.TB, dir string) string {
-	p := filepath.Join(dir, "bird.ctl")
-	if len(p) <= maxSocketPath {
-		return p
-	}
-	short, err := os.MkdirTemp("", "birdtest")
-	if err != nil {
-		t.Fatalf("birdtest: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(short) })
-	return filepath.Join(short, "bird.ctl")
-}
-
-func (b *Bird) launch() error {
-	b.cmd = exec.Command(b.bins.bird, "-f", "-c", b.conf, "-s", b.sock)
-	b.cmd.Stdout = b.out
-	b.cmd.Stderr = b.out
-	b.cmd.SysProcAttr = sysProcAttr()
-	if err := b.cmd.Start(); err != nil {
-		return err
-	}
-	go func() {
-		b.waitErr = b.cmd.Wait()
-		close(b.done)
-	}()
-	return nil
-}
-
-func (b *Bird) waitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		_, err := b.Exec("show", "status")
-		if err == nil {
-			return nil
-		}
-		if b.exited() {
-			return fmt.Errorf("bird exited during startup (%v)", b.waitErr)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("control socket did not answer within %v: %w", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (b *Bird) exited() bool {
-	select {
-	case <-b.done:
-		return true
-	default:
-		return false
-	}
 }
 
 func (b *Bird) cleanup() {
@@ -139,18 +84,7 @@ func (b *Bird) cleanup() {
 // It is idempotent; the cleanup calls it too. A test may call it to make the
 // peer disappear.
 func (b *Bird) Stop() {
-	b.stopOnce.Do(func() {
-		if b.exited() {
-			return
-		}
-		_ = b.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-b.done:
-		case <-time.After(stopTimeout):
-			_ = b.cmd.Process.Kill()
-			<-b.done
-		}
-	})
+	b.stopOnce.Do(func() { _ = b.proc.Stop(stopTimeout) })
 }
 
 // Exec runs `birdc -s SOCK ARGS...` and returns its output without the
@@ -180,21 +114,22 @@ func stripBanner(s string) string {
 // BIRD restarts only the protocols whose configuration changed (a new
 // password, AS, port...); an unchanged protocol keeps its session, which
 // its Since in Protocols shows. When BIRD rejects cfg, the old
-// configuration stays active and bird.conf is put back.
+// configuration stays active and bird.conf is put back. Like Start, it
+// keeps a deep copy of cfg.
 func (b *Bird) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := writeFileAtomic(b.conf, cfg.Render()); err != nil {
+	if err := daemontest.WriteFileAtomic(b.conf, cfg.Render()); err != nil {
 		return fmt.Errorf("birdtest: %w", err)
 	}
 	if err := b.configure(); err != nil {
-		_ = writeFileAtomic(b.conf, b.cfg.Render())
+		_ = daemontest.WriteFileAtomic(b.conf, b.cfg.Render())
 		return err
 	}
-	b.cfg = cfg
+	b.cfg = cfg.clone()
 	return nil
 }
 
@@ -209,11 +144,11 @@ func (b *Bird) configure() error {
 	return nil
 }
 
-// Config is the configuration BIRD currently runs.
+// Config is (a copy of) the configuration BIRD currently runs.
 func (b *Bird) Config() Config {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.cfg
+	return b.cfg.clone()
 }
 
 // ConfigPath is bird.conf's path; SocketPath the control socket's.
@@ -239,17 +174,4 @@ func (b *Bird) String() string {
 }
 
 // Exited reports whether the BIRD process has ended, and its exit status.
-func (b *Bird) Exited() (bool, error) {
-	if !b.exited() {
-		return false, nil
-	}
-	return true, b.waitErr
-}
-
-func writeFileAtomic(path, text string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+func (b *Bird) Exited() (bool, error) { return b.proc.Exited() }

@@ -3,6 +3,7 @@ package birdtest
 import (
 	"context"
 	"net/netip"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -212,4 +213,40 @@ func TestStop(t *testing.T) {
 	if _, err := a.Protocols(); err == nil {
 		t.Fatal("control socket still answers after Stop")
 	}
+}
+
+// TestConfigIsCopied: Bird keeps its own copy of the config, so the
+// caller's slices, changed after Start or Reconfigure or in what Config
+// returned, do not change what Config says BIRD runs.
+func TestConfigIsCopied(t *testing.T) {
+	Require(t)
+	ca, _ := pair(t, 65001, 65002, "key", false)
+	ca.Neighbors[0].Extra = []string{"hold time 9"}
+	ca.Announce = []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")}
+	a := Start(t, ca)
+	want := a.Config()
+	scribble := func(c Config) {
+		c.Neighbors[0].Password = "changed"
+		c.Neighbors[0].Extra[0] = "changed"
+		c.Announce[0] = netip.Prefix{}
+	}
+	check := func(step string) {
+		t.Helper()
+		if got := a.Config(); !reflect.DeepEqual(got, want) || got.Neighbors[0].Password != "key" {
+			t.Fatalf("%s: Config = %+v, want %+v", step, got, want)
+		}
+	}
+	scribble(ca)
+	check("after changing Start's argument")
+	scribble(a.Config())
+	check("after changing what Config returned")
+
+	cb := want.clone()
+	cb.Neighbors[0].Extra[0] = "hold time 12"
+	if err := a.Reconfigure(cb); err != nil {
+		t.Fatal(err)
+	}
+	want = cb.clone()
+	scribble(cb)
+	check("after changing Reconfigure's argument")
 }

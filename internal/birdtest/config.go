@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -57,6 +58,17 @@ func (n Neighbor) ProtocolName() string {
 	}
 	r := strings.NewReplacer(".", "_", ":", "_")
 	return "peer_" + r.Replace(n.Address.String())
+}
+
+// clone is a deep copy: Bird keeps the config it runs apart from the
+// caller's, whose slices the caller may change after Start or Reconfigure.
+func (c Config) clone() Config {
+	c.Neighbors = slices.Clone(c.Neighbors)
+	for i := range c.Neighbors {
+		c.Neighbors[i].Extra = slices.Clone(c.Neighbors[i].Extra)
+	}
+	c.Announce = slices.Clone(c.Announce)
+	return c
 }
 
 // routerID is the effective router ID.

@@ -2,15 +2,13 @@ package birdtest
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/peeragent/peeragent/internal/daemontest"
 )
 
 // sbinDirs are searched after PATH: Debian installs bird and birdc in
@@ -21,26 +19,19 @@ type binaries struct {
 	bird, birdc, version string
 }
 
-var (
-	lookupOnce sync.Once
-	lookupBins binaries
-	lookupErr  error
-	loudOnce   sync.Once
-)
-
 // lookup finds bird and birdc once per process and checks that bird is
 // BIRD 2.
-func lookup() (binaries, error) {
-	lookupOnce.Do(func() { lookupBins, lookupErr = find() })
-	return lookupBins, lookupErr
-}
+var lookup = sync.OnceValues(find)
+
+// dependency is BIRD 2, for Require.
+var dependency = daemontest.Dependency{What: "peer", Tests: "BIRD interop tests"}
 
 func find() (binaries, error) {
-	bird, err := findBinary("bird")
+	bird, err := daemontest.LookPath(sbinDirs, "bird")
 	if err != nil {
 		return binaries{}, err
 	}
-	birdc, err := findBinary("birdc", "birdcl")
+	birdc, err := daemontest.LookPath(sbinDirs, "birdc", "birdcl")
 	if err != nil {
 		return binaries{}, err
 	}
@@ -51,21 +42,6 @@ func find() (binaries, error) {
 		return binaries{}, fmt.Errorf("%s --version said %q (err %v): BIRD 2 is needed", bird, out, err)
 	}
 	return binaries{bird: bird, birdc: birdc, version: v}, nil
-}
-
-func findBinary(names ...string) (string, error) {
-	for _, name := range names {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-		for _, dir := range sbinDirs {
-			p := filepath.Join(dir, name)
-			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-				return p, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("%s not found in PATH or %s", strings.Join(names, " or "), strings.Join(sbinDirs, ", "))
 }
 
 // Version is the version of the installed BIRD (for example "2.0.12"), or
@@ -81,21 +57,9 @@ func Version() (string, error) {
 // environment has CI=true, where it fails the test instead.
 func Require(t testing.TB) {
 	t.Helper()
-	_, err := lookup()
-	if err == nil {
-		return
+	if _, err := lookup(); err != nil {
+		dependency.Missing(t, fmt.Sprintf("!!! BIRD 2 NOT AVAILABLE: %v. Install Debian's bird2 (make deps, as root).", err))
 	}
-	msg := fmt.Sprintf("!!! BIRD 2 NOT AVAILABLE: %v. Install Debian's bird2 (make deps, as root).", err)
-	if inCI() {
-		t.Fatalf("%s Under CI=true a missing peer is a failure, not a skip.", msg)
-	}
-	loudOnce.Do(func() { fmt.Fprintf(os.Stderr, "%s BIRD interop tests are SKIPPED.\n", msg) })
-	t.Skipf("%s SKIPPED.", msg)
-}
-
-func inCI() bool {
-	ci, _ := strconv.ParseBool(os.Getenv("CI"))
-	return ci
 }
 
 // FreePort is a TCP port on addr that was free a moment ago: the kernel
@@ -103,18 +67,5 @@ func inCI() bool {
 // take it in between (unlikely within one test run).
 func FreePort(t testing.TB, addr netip.Addr) int {
 	t.Helper()
-	p, err := freePort(addr)
-	if err != nil {
-		t.Fatalf("birdtest: free port on %v: %v", addr, err)
-	}
-	return p
-}
-
-func freePort(addr netip.Addr) (int, error) {
-	l, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
-	if err != nil {
-		return 0, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	return port, l.Close()
+	return daemontest.MustFreePort(t, "birdtest", addr)
 }

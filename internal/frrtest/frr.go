@@ -10,9 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/peeragent/peeragent/internal/daemontest"
 )
 
 const (
@@ -39,11 +40,8 @@ type FRR struct {
 	dir    string // holds bgpd.conf, bgpd.pid and vtysh's history
 	conf   string
 	vtyDir string // holds bgpd.vty
-	cmd    *exec.Cmd
+	proc   *daemontest.Process
 	out    *logBuffer
-
-	done    chan struct{} // closed when the process has exited
-	waitErr error         // the process's exit status, set before done closes
 
 	mu       sync.Mutex // guards cfg; serializes Reconfigure
 	cfg      Config
@@ -68,14 +66,14 @@ func Start(t testing.TB, cfg Config) *FRR {
 		t.Fatal(err)
 	}
 	bins, _ := lookup()
-	f := &FRR{t: t, bins: bins, dir: t.TempDir(), cfg: cfg.clone(), out: &logBuffer{}, done: make(chan struct{})}
+	f := &FRR{t: t, bins: bins, dir: t.TempDir(), cfg: cfg.clone(), out: &logBuffer{}}
 	f.name = fmt.Sprintf("frr %s port %d AS %d", cfg.Address, cfg.Port, cfg.AS)
 	f.conf = filepath.Join(f.dir, "bgpd.conf")
-	f.vtyDir = vtyDir(t, f.dir)
+	f.vtyDir = daemontest.SocketDir(t, "frrtest", f.dir, "bgpd.vty", maxSocketPath)
 	if err := f.check(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeFileAtomic(f.conf, cfg.Render()); err != nil {
+	if err := daemontest.WriteFileAtomic(f.conf, cfg.Render()); err != nil {
 		t.Fatalf("frrtest: %v", err)
 	}
 	if err := f.launch(); err != nil {
@@ -88,59 +86,25 @@ func Start(t testing.TB, cfg Config) *FRR {
 	return f
 }
 
-// vtyDir is dir, or a shorter temp dir when dir is too deep for a unix
-// socket path (long test names make long TempDirs).
-func vtyDir(t testing.TB, dir string) string {
-	if len(filepath.Join(dir, "bgpd.vty")) <= maxSocketPath {
-		return dir
-	}
-	short, err := os.MkdirTemp("", "frrtest")
-	if err != nil {
-		t.Fatalf("frrtest: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(short) })
-	return short
-}
-
-func (f *FRR) launch() error {
+func (f *FRR) launch() (err error) {
 	cfg := f.cfg
 	// -Z: no zebra; -S: no capability checks and no switch to user frr,
 	// so it runs as whoever runs the test, on files in a temp dir; -P 0:
 	// no TCP vty (the default 2605 would clash between instances).
-	f.cmd = exec.Command(f.bins.bgpd, "-Z", "-S",
+	cmd := exec.Command(f.bins.bgpd, "-Z", "-S",
 		"-p", strconv.Itoa(cfg.Port), "-l", cfg.Address.String(), "-P", "0",
 		"--vty_socket", f.vtyDir, "-f", f.conf, "-i", filepath.Join(f.dir, "bgpd.pid"),
 		"--log", "stdout")
-	f.cmd.Stdout = f.out
-	f.cmd.Stderr = f.out
-	f.cmd.SysProcAttr = sysProcAttr()
-	if err := f.cmd.Start(); err != nil {
-		return err
-	}
-	go func() {
-		f.waitErr = f.cmd.Wait()
-		close(f.done)
-	}()
-	return nil
+	f.proc, err = daemontest.Start("bgpd", cmd, f.out)
+	return err
 }
 
 // waitReady polls until bgpd shows every configured neighbor: bgpd reads
 // its config file before it serves the vty, so this is a formality, but a
 // cheap one. Then it checks the log for config lines bgpd rejected.
 func (f *FRR) waitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f.hasNeighbors()
-		if err == nil {
-			break
-		}
-		if f.exited() {
-			return fmt.Errorf("bgpd exited during startup (%v)", f.waitErr)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("vtysh did not answer within %v: %w", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := f.proc.WaitReady(timeout, "vtysh", f.hasNeighbors); err != nil {
+		return err
 	}
 	if errs := f.out.errors(); len(errs) > 0 {
 		return fmt.Errorf("bgpd rejected config lines:\n%s", strings.Join(errs, "\n"))
@@ -161,15 +125,6 @@ func (f *FRR) hasNeighbors() error {
 	return nil
 }
 
-func (f *FRR) exited() bool {
-	select {
-	case <-f.done:
-		return true
-	default:
-		return false
-	}
-}
-
 func (f *FRR) cleanup() {
 	f.Stop()
 	if f.t.Failed() {
@@ -182,17 +137,9 @@ func (f *FRR) cleanup() {
 // the peer disappear.
 func (f *FRR) Stop() {
 	f.stopOnce.Do(func() {
-		if !f.exited() {
-			_ = f.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-f.done:
-			case <-time.After(stopTimeout):
-				_ = f.cmd.Process.Kill()
-				<-f.done
-			}
-		}
+		_ = f.proc.Stop(stopTimeout)
 		// Left behind only when bgpd did not exit cleanly.
-		_ = os.RemoveAll(filepath.Join(crashlogDir, fmt.Sprintf("bgpd.%d", f.cmd.Process.Pid)))
+		_ = os.RemoveAll(filepath.Join(crashlogDir, fmt.Sprintf("bgpd.%d", f.proc.Pid())))
 	})
 }
 
@@ -247,7 +194,7 @@ func (f *FRR) Reconfigure(cfg Config) error {
 			return fmt.Errorf("frrtest: %s: reconfigure: %w", f, err)
 		}
 	}
-	if err := writeFileAtomic(f.conf, cfg.Render()); err != nil {
+	if err := daemontest.WriteFileAtomic(f.conf, cfg.Render()); err != nil {
 		return fmt.Errorf("frrtest: %w", err)
 	}
 	f.cfg = cfg.clone()
@@ -292,17 +239,4 @@ func (f *FRR) Log() string { return f.out.String() }
 func (f *FRR) String() string { return f.name }
 
 // Exited reports whether the bgpd process has ended, and its exit status.
-func (f *FRR) Exited() (bool, error) {
-	if !f.exited() {
-		return false, nil
-	}
-	return true, f.waitErr
-}
-
-func writeFileAtomic(path, text string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+func (f *FRR) Exited() (bool, error) { return f.proc.Exited() }

@@ -1,59 +1,39 @@
 package frrtest
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"sync"
-)
 
-// maxLog bounds what logBuffer keeps: a long test with debug logging must
-// not grow memory without limit.
-const maxLog = 4 << 20
+	"github.com/peeragent/peeragent/internal/daemontest"
+)
 
 // configErrorMark is in the line bgpd logs for each config file line it
 // could not apply ("No such command on config line 4: ..."); bgpd goes on
 // running without it.
 const configErrorMark = " on config line "
 
-// logBuffer collects bgpd's output (the process writes while tests read)
-// and keeps every config error line, which the size bound must not drop.
+// logBuffer collects bgpd's output (the process writes while tests read),
+// the last 4 MiB at most, and keeps every config error line, which the
+// size bound must not drop.
 type logBuffer struct {
-	mu           sync.Mutex
-	buf          bytes.Buffer
-	partial      []byte // an unfinished last line
+	out daemontest.LogBuffer
+
+	mu           sync.Mutex // guards configErrors
 	configErrors []string
 }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	if l.buf.Len() > maxLog {
-		keep := bytes.Clone(l.buf.Bytes()[l.buf.Len()-maxLog/2:])
-		l.buf.Reset()
-		l.buf.WriteString("[earlier output dropped]\n")
-		l.buf.Write(keep)
-	}
-	l.partial = append(l.partial, p...)
-	for {
-		line, rest, ok := bytes.Cut(l.partial, []byte("\n"))
-		if !ok {
-			break
-		}
-		if s := string(line); strings.Contains(s, configErrorMark) {
-			l.configErrors = append(l.configErrors, strings.TrimSpace(s))
-		}
-		l.partial = rest
-	}
-	l.partial = bytes.Clone(l.partial)
-	return len(p), nil
-}
+func (l *logBuffer) Write(p []byte) (int, error) { return l.out.WriteLines(p, l.scan) }
 
-func (l *logBuffer) String() string {
+func (l *logBuffer) String() string { return l.out.String() }
+
+func (l *logBuffer) scan(line string) {
+	if !strings.Contains(line, configErrorMark) {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.buf.String()
+	l.configErrors = append(l.configErrors, strings.TrimSpace(line))
 }
 
 // errors are the config error lines logged so far.

@@ -2,15 +2,14 @@ package frrtest
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/peeragent/peeragent/internal/daemontest"
 )
 
 // bgpdDirs are searched for bgpd after PATH: Debian installs the FRR
@@ -28,25 +27,18 @@ type binaries struct {
 	bgpd, vtysh, version string
 }
 
-var (
-	lookupOnce sync.Once
-	lookupBins binaries
-	lookupErr  error
-	loudOnce   sync.Once
-)
-
 // lookup finds bgpd and vtysh once per process and checks bgpd's version.
-func lookup() (binaries, error) {
-	lookupOnce.Do(func() { lookupBins, lookupErr = find() })
-	return lookupBins, lookupErr
-}
+var lookup = sync.OnceValues(find)
+
+// dependency is FRR, for Require.
+var dependency = daemontest.Dependency{What: "peer", Tests: "FRR interop tests"}
 
 func find() (binaries, error) {
-	bgpd, err := findBinary("bgpd", bgpdDirs)
+	bgpd, err := daemontest.LookPath(bgpdDirs, "bgpd")
 	if err != nil {
 		return binaries{}, err
 	}
-	vtysh, err := findBinary("vtysh", vtyshDirs)
+	vtysh, err := daemontest.LookPath(vtyshDirs, "vtysh")
 	if err != nil {
 		return binaries{}, err
 	}
@@ -82,19 +74,6 @@ func parseVersion(out string) (string, error) {
 	return v, nil
 }
 
-func findBinary(name string, dirs []string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	for _, dir := range dirs {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s not found in PATH or %s", name, strings.Join(dirs, ", "))
-}
-
 // Version is the version of the installed FRR (for example "8.4.4"), or
 // why FRR cannot be used.
 func Version() (string, error) {
@@ -109,21 +88,9 @@ func Version() (string, error) {
 // instead.
 func Require(t testing.TB) {
 	t.Helper()
-	_, err := lookup()
-	if err == nil {
-		return
+	if _, err := lookup(); err != nil {
+		dependency.Missing(t, fmt.Sprintf("!!! FRR NOT AVAILABLE: %v. Install Debian's frr (make deps, as root).", err))
 	}
-	msg := fmt.Sprintf("!!! FRR NOT AVAILABLE: %v. Install Debian's frr (make deps, as root).", err)
-	if inCI() {
-		t.Fatalf("%s Under CI=true a missing peer is a failure, not a skip.", msg)
-	}
-	loudOnce.Do(func() { fmt.Fprintf(os.Stderr, "%s FRR interop tests are SKIPPED.\n", msg) })
-	t.Skipf("%s SKIPPED.", msg)
-}
-
-func inCI() bool {
-	ci, _ := strconv.ParseBool(os.Getenv("CI"))
-	return ci
 }
 
 // FreePort is a TCP port on addr that was free a moment ago: the kernel
@@ -131,10 +98,5 @@ func inCI() bool {
 // take it in between (unlikely within one test run).
 func FreePort(t testing.TB, addr netip.Addr) int {
 	t.Helper()
-	l, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
-	if err != nil {
-		t.Fatalf("frrtest: free port on %v: %v", addr, err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return daemontest.MustFreePort(t, "frrtest", addr)
 }

@@ -73,7 +73,7 @@ func waitHTTP(p *proc, url string, cfg *rest.Config, timeout time.Duration) erro
 		}
 		last = why
 		select {
-		case <-p.done:
+		case <-p.run.Done():
 			return fmt.Errorf("%v while waiting for %s; last %d lines of its log:\n%s",
 				p.exitErr(), url, logTailLines, p.tail(logTailLines))
 		case <-ctx.Done():

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package birdtest
+package daemontest
 
 import "syscall"
 
