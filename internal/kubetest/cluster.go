@@ -150,6 +150,9 @@ func (c *Cluster) apiserverArgs(port int) []string {
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--endpoint-reconciler-type=none", // no endpoints for 127.0.0.1 on loopback
 		"--allow-privileged=true", "--profiling=false",
+		// End open watches on shutdown, so Stop and Restart take seconds,
+		// not the 60 s request timeout, while clients are watching.
+		"--shutdown-watch-termination-grace-period=2s",
 	}
 	return append(args, c.opts.apiserverArgs...)
 }
