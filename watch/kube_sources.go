@@ -69,8 +69,9 @@ func (k *Kube) reflector(name string, lw cache.ListerWatcher, expected runtime.O
 func peerCodec() kindCodec[state.BGPPeer] {
 	return kindCodec[state.BGPPeer]{
 		decode: calicoDecoder(Peer), object: kindObjectName(state.KindBGPPeer),
-		upsert: func(v state.BGPPeer) state.Action { return state.PeerUpserted{Peer: v} },
-		remove: func(n string) state.Action { return state.PeerDeleted{Name: n} },
+		listProblem: "source/" + string(state.KindBGPPeer),
+		upsert:      func(v state.BGPPeer) state.Action { return state.PeerUpserted{Peer: v} },
+		remove:      func(n string) state.Action { return state.PeerDeleted{Name: n} },
 		synced: func(vs []state.BGPPeer) []state.Action {
 			return []state.Action{state.SourceSynced{Kind: state.KindBGPPeer, Peers: vs}}
 		},
@@ -81,8 +82,9 @@ func peerCodec() kindCodec[state.BGPPeer] {
 func configCodec() kindCodec[state.BGPConfiguration] {
 	return kindCodec[state.BGPConfiguration]{
 		decode: calicoDecoder(Config), object: kindObjectName(state.KindBGPConfiguration),
-		upsert: func(v state.BGPConfiguration) state.Action { return state.ConfigUpserted{Config: v} },
-		remove: func(n string) state.Action { return state.ConfigDeleted{Name: n} },
+		listProblem: "source/" + string(state.KindBGPConfiguration),
+		upsert:      func(v state.BGPConfiguration) state.Action { return state.ConfigUpserted{Config: v} },
+		remove:      func(n string) state.Action { return state.ConfigDeleted{Name: n} },
 		synced: func(vs []state.BGPConfiguration) []state.Action {
 			return []state.Action{state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: vs}}
 		},
@@ -93,8 +95,9 @@ func configCodec() kindCodec[state.BGPConfiguration] {
 func filterCodec() kindCodec[state.BGPFilter] {
 	return kindCodec[state.BGPFilter]{
 		decode: calicoDecoder(Filter), object: kindObjectName(state.KindBGPFilter),
-		upsert: func(v state.BGPFilter) state.Action { return state.FilterUpserted{Filter: v} },
-		remove: func(n string) state.Action { return state.FilterDeleted{Name: n} },
+		listProblem: "source/" + string(state.KindBGPFilter),
+		upsert:      func(v state.BGPFilter) state.Action { return state.FilterUpserted{Filter: v} },
+		remove:      func(n string) state.Action { return state.FilterDeleted{Name: n} },
 		synced: func(vs []state.BGPFilter) []state.Action {
 			return []state.Action{state.SourceSynced{Kind: state.KindBGPFilter, Filters: vs}}
 		},
@@ -104,7 +107,7 @@ func filterCodec() kindCodec[state.BGPFilter] {
 // nodeCodec: core Nodes, labels and Calico annotations only.
 func nodeCodec() kindCodec[state.Node] {
 	return kindCodec[state.Node]{
-		object: kindObjectName(state.KindNode),
+		object: kindObjectName(state.KindNode), listProblem: "source/" + string(state.KindNode),
 		decode: func(obj any) (state.Node, error) {
 			n, ok := obj.(*corev1.Node)
 			if !ok {

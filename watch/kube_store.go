@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"reflect"
@@ -145,8 +147,9 @@ func (s *kindStore[T]) Replace(list []any, _ string) error {
 	return nil
 }
 
-// observe is told the outcome of every list and watch call: a 403 becomes
-// a problem when the codec names one, and a success clears it.
+// observe is told the outcome of every list and watch call: a failure
+// (403, or the API server unreachable) becomes a problem when the codec
+// names one, and a success clears it.
 func (s *kindStore[T]) observe(err error) {
 	if s.codec.listProblem == "" {
 		return
@@ -161,6 +164,12 @@ func (s *kindStore[T]) observe(err error) {
 		s.setListProblem("")
 	case apierrors.IsForbidden(err):
 		s.setListProblem("forbidden: " + err.Error())
+	case errors.Is(err, context.Canceled):
+		// shutting down
+	default:
+		// The API server is unreachable or failing: visible in the State
+		// while it lasts (the reflector retries with backoff).
+		s.setListProblem("unavailable: " + err.Error())
 	}
 }
 
