@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.fd.io/govpp/adapter/mock"
+	"go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/codec"
+	"go.fd.io/govpp/core"
+
+	"github.com/peeragent/peeragent/effects/retry"
+	"github.com/peeragent/peeragent/effects/vpp"
+	"github.com/peeragent/peeragent/state"
+)
+
+// vppFaults answers ip_route_add_del through govpp's mock adapter: the
+// first `failures` requests get VPP retval -6, the rest succeed.
+type vppFaults struct {
+	adapter  *mock.VppAdapter
+	mu       sync.Mutex
+	failures int
+	requests int
+}
+
+func (f *vppFaults) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
+	msg := &ip.IPRouteAddDel{}
+	if req.MsgName != "ip_route_add_del" || codec.DefaultCodec.DecodeMsg(req.Data, msg) != nil {
+		return nil, 0, false
+	}
+	f.mu.Lock()
+	f.requests++
+	rv := int32(0)
+	if f.requests <= f.failures {
+		rv = -6
+	}
+	f.mu.Unlock()
+	reply := &ip.IPRouteAddDelReply{Retval: rv}
+	data, err := f.adapter.ReplyBytes(req, reply)
+	if err != nil {
+		return nil, 0, false
+	}
+	id, _ := f.adapter.GetMsgID(reply.GetMessageName(), reply.GetCrcString())
+	return data, id, true
+}
+
+// TestVPPErrorsAreRetriedUntilApplied: VPP refuses a reachableBy route
+// twice; the failure shows in /state and /metrics, the retry scheduler
+// re-issues it, and the route ends applied.
+func TestVPPErrorsAreRetriedUntilApplied(t *testing.T) {
+	f := &vppFaults{adapter: mock.NewVppAdapter(), failures: 2}
+	f.adapter.MockReplyHandler(f.reply)
+	conn, err := core.Connect(f.adapter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Disconnect()
+	var sched *retry.Scheduler
+	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: &fakeSpeaker{},
+		VPP: vpp.New(conn, discardLogger()), Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger(),
+		Observer: []func(state.Action){func(a state.Action) { sched.Observe(a) }}})
+	sched = retry.New(l.Dispatch, func() float64 { return 0.5 }, nil)
+	defer sched.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	srv := httptest.NewServer(Handler(l))
+	defer srv.Close()
+
+	acts := labActions()
+	acts[3] = state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{
+		{Name: "tor", PeerIP: "10.0.0.9", ASNumber: 65000, ReachableBy: "10.0.0.254"}}}
+	for _, a := range acts {
+		l.Dispatch(a)
+	}
+	sawFailed := false
+	waitFor(t, "the route applied after its retries", func() bool {
+		_, body := get(t, srv.URL+"/state")
+		if strings.Contains(body, `"route": "failed"`) && strings.Contains(body, "VPP retval -6") {
+			sawFailed = true
+		}
+		s, ok := l.State().Out.Sessions.Get(state.AddrKey(mustAddr("10.0.0.9")))
+		return ok && s.Route == "applied"
+	})
+	if !sawFailed {
+		t.Error("/state never showed the failed route with VPP's error")
+	}
+	_, metrics := get(t, srv.URL+"/metrics")
+	for _, want := range []string{`peeragent_effects_total{kind="route",result="failed"} 2`,
+		`peeragent_effects_total{kind="route",result="applied"} 1`, "peeragent_retries_total 2"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.requests != 3 {
+		t.Errorf("VPP got %d ip_route_add_del, want 3 (two refused, one applied)", f.requests)
+	}
+}
