@@ -51,9 +51,25 @@ fmt-check:
 golden-update:
 	$(GO) test ./golden -run TestGolden -update
 
-## bench: the core benchmarks (not part of make test)
+## bench: the benchmarks of issue 6 (convergence and churn against the GoBGP floor, the old
+## way, memory; cmd/peeragent/bench*_test.go) and the core's (reducer, up to 10,000 peers), then
+## docs/performance.md from them (internal/perfdoc); not part of make test. About 6 minutes on
+## 2 cores. Leaves bench.txt, bench-stat.txt and the 10,000-peer run's bench-tenk.prof.
+BENCHSTAT ?= GOFLAGS= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+BENCH_AGENT = $(GO) test -run '^$$' -benchtime 1x -timeout 30m
+bench: SHELL := /bin/bash
+bench: .SHELLFLAGS := -o pipefail -ec
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./reducer | tee bench.txt
+	start=$$(date +%s); cat /proc/loadavg > bench-loadavg.txt; \
+	$(GO) test -run '^$$' -bench '/peers=(100|1000|10000)$$' -benchmem -benchtime 200ms -count 3 ./reducer | tee bench.txt; \
+	$(BENCH_AGENT) -bench '^BenchmarkConvergence$$/^mesh=' -count 10 ./cmd/peeragent | tee -a bench.txt; \
+	$(BENCH_AGENT) -bench '^Benchmark(Convergence|Churn)$$/^(peers=|gobgp$$)' -count 1 \
+	  -cpuprofile bench-tenk.prof ./cmd/peeragent | tee -a bench.txt; \
+	$(BENCH_AGENT) -bench '^Benchmark(Churn|Memory)$$/^(instant|state|churn=)' -count 3 ./cmd/peeragent | tee -a bench.txt; \
+	$(BENCHSTAT) bench.txt > bench-stat.txt; \
+	$(GO) run ./internal/perfdoc -bench bench.txt -benchstat bench-stat.txt -profile bench-tenk.prof \
+	  -loadavg bench-loadavg.txt -elapsed $$(( $$(date +%s) - start ))s -out docs/performance.md; \
+	rm -f bench-loadavg.txt
 
 ## fuzz: each fuzz target for FUZZTIME (default 60s)
 FUZZTIME ?= 60s

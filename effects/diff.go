@@ -95,7 +95,9 @@ func addrEffects(pn, nn *state.Neighbor, ps, ns *state.Session) []Effect {
 	case old == nil && cur != nil:
 		out = addition(cur, gen)
 	case old != nil && cur != nil:
-		out = change(old, cur, gen)
+		if old != cur { // one neighbor value: nothing changed (Classify formats every field)
+			out = change(old, cur, gen)
+		}
 		if ps != nil && ns != nil && ps.Gen != ns.Gen && (ps.Route == "failed" || ps.Route == "pending") &&
 			ns.Route == "pending" && old.ReachableBy == cur.ReachableBy {
 			// A failed route, or one whose result is still due (it would come

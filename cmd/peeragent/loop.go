@@ -138,8 +138,10 @@ func (l *Loop) runEffects(ctx context.Context, done chan struct{}) {
 		for _, r := range l.execute(ctx, l.vpp, vpp) {
 			l.Dispatch(r)
 		}
-		for _, e := range effs {
-			l.log.Debug("effect", "effect", e.String())
+		if l.log.Enabled(ctx, slog.LevelDebug) { // String is not free: skip it unless logged
+			for _, e := range effs {
+				l.log.Debug("effect", "effect", e.String())
+			}
 		}
 		if l.pendingQ.Add(-1) == 0 && l.State().AllSynced() {
 			l.ready.Store(true)

@@ -18,8 +18,15 @@
 //     re-installed). GoBGP's error strings are recognised in kindOf only.
 //   - Errors are wrapped once, here, with the neighbor's identity
 //     ("add peer 10.0.0.2 (AS 64513): ..."), and never hold a password: the
-//     mapping in peerFor is the only place a password is revealed, and
-//     every error and GoBGP log line is scrubbed of the passwords in use.
+//     mapping in peerFor is the only place a password is revealed (CallsFor
+//     hands its requests to the benchmarks' floor), and every error and
+//     GoBGP log line is scrubbed of the passwords in use.
+//   - The executor is the embedded speaker's only writer, so it keeps
+//     records instead of asking GoBGP: the peers it configured (with their
+//     route-reflector settings) and the policies it installed, both cleared
+//     whenever the speaker starts or stops. Every GoBGP call waits on an
+//     event loop that is O(peers), a ListPeer as much as an update, so the
+//     calls a neighbor costs are those a plain loop would make.
 //   - Each neighbor's policy is its own: a neighbor set, prefix sets and
 //     import/export policies named after its address, created before the
 //     peer and removed after it. See policy.go for the mapping of Calico's

@@ -2,7 +2,7 @@ package gobgp
 
 import (
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -58,33 +58,67 @@ func ignoreAbsent(err error) error {
 type redactor struct {
 	mu      sync.RWMutex
 	secrets map[netip.Addr]string
+	// uses counts the neighbors of each distinct password; order lists
+	// them longest first. Both follow remember, so that scrub, which runs
+	// for every GoBGP log line passed on, neither walks nor sorts the map.
+	uses  map[string]int
+	order []string
 }
 
-func newRedactor() *redactor { return &redactor{secrets: map[netip.Addr]string{}} }
+func newRedactor() *redactor {
+	return &redactor{secrets: map[netip.Addr]string{}, uses: map[string]int{}}
+}
 
 // remember records the password in use for a neighbor ("" forgets it).
 func (r *redactor) remember(a netip.Addr, secret string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	old, had := r.secrets[a]
+	if had && old == secret {
+		return
+	}
+	if had {
+		r.release(old)
+	}
 	if secret == "" {
 		delete(r.secrets, a)
 		return
 	}
 	r.secrets[a] = secret
+	if r.uses[secret]++; r.uses[secret] == 1 {
+		i, _ := slices.BinarySearchFunc(r.order, secret, longestFirst)
+		r.order = slices.Insert(r.order, i, secret)
+	}
+}
+
+// release drops one use of a password, and the password with its last.
+func (r *redactor) release(secret string) {
+	if r.uses[secret]--; r.uses[secret] > 0 {
+		return
+	}
+	delete(r.uses, secret)
+	if i, found := slices.BinarySearchFunc(r.order, secret, longestFirst); found {
+		r.order = slices.Delete(r.order, i, i+1)
+	}
+}
+
+// longestFirst orders passwords by decreasing length, then by text.
+func longestFirst(a, b string) int {
+	if len(a) != len(b) {
+		return len(b) - len(a)
+	}
+	return strings.Compare(a, b)
 }
 
 // scrub replaces every known password in s. Longest first, so that a
 // password containing another is removed whole.
 func (r *redactor) scrub(s string) string {
 	r.mu.RLock()
-	list := make([]string, 0, len(r.secrets))
-	for _, v := range r.secrets {
-		list = append(list, v)
-	}
-	r.mu.RUnlock()
-	sort.Slice(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
-	for _, v := range list {
-		s = strings.ReplaceAll(s, v, "[redacted]")
+	defer r.mu.RUnlock()
+	for _, v := range r.order {
+		if strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
 	}
 	return s
 }

@@ -43,6 +43,7 @@ type Executor struct {
 	mu       sync.Mutex // guards what follows; held for a whole Execute
 	running  *state.Server
 	policies map[netip.Addr]installed
+	peers    map[netip.Addr]reflector // configured peers (see peerops.go)
 }
 
 var _ effects.Executor = (*Executor)(nil)
@@ -56,6 +57,7 @@ func New(opts Options) *Executor {
 		listen:   append([]string(nil), opts.ListenAddresses...),
 		now:      opts.Now,
 		policies: map[netip.Addr]installed{},
+		peers:    map[netip.Addr]reflector{},
 	}
 	if e.log == nil {
 		e.log = slog.Default()

@@ -9,6 +9,22 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
+// The executor records the peers it configured, with the route-reflector
+// settings it gave them. The record is exact: the embedded speaker has no
+// other writer, and the record is cleared whenever the speaker starts or
+// stops. It spares an update and a policy refresh a ListPeer, which costs
+// as much as the update itself (every GoBGP call waits on an event loop
+// that is O(peers), milliseconds at 10,000 neighbors).
+type reflector struct {
+	client  bool
+	cluster string
+}
+
+func reflectorOf(p *api.Peer) reflector {
+	rr := p.GetRouteReflector()
+	return reflector{client: rr.GetRouteReflectorClient(), cluster: rr.GetRouteReflectorClusterId()}
+}
+
 // addPeer configures a neighbor; one that is already there is updated
 // instead, so that AddPeer is idempotent.
 func (e *Executor) addPeer(ctx context.Context, n *state.Neighbor) error {
@@ -17,9 +33,18 @@ func (e *Executor) addPeer(ctx context.Context, n *state.Neighbor) error {
 		return err
 	}
 	e.secrets.remember(n.Address, p.Conf.AuthPassword)
-	err = e.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: p})
+	err = e.add(ctx, n.Address, p)
 	if kindOf(err) == errExists {
 		return e.update(ctx, n.Address, p)
+	}
+	return err
+}
+
+// add is GoBGP's AddPeer, recorded.
+func (e *Executor) add(ctx context.Context, addr netip.Addr, p *api.Peer) error {
+	err := e.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: p})
+	if err == nil {
+		e.peers[addr] = reflectorOf(p)
 	}
 	return err
 }
@@ -37,12 +62,15 @@ func (e *Executor) updatePeer(ctx context.Context, n *state.Neighbor) error {
 }
 
 func (e *Executor) update(ctx context.Context, addr netip.Addr, p *api.Peer) error {
+	if rr, ok := e.peers[addr]; ok && rr == reflectorOf(p) {
+		return e.updateInPlace(ctx, addr, p)
+	}
 	cur, ok, err := e.currentPeer(ctx, addr)
 	switch {
 	case err != nil:
 		return err
 	case !ok:
-		return e.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: p})
+		return e.add(ctx, addr, p)
 	case !sameReflector(cur, p):
 		// GoBGP's UpdatePeer silently ignores route-reflector settings
 		// (measured: no reset, and ListPeer keeps the old values), so the
@@ -50,14 +78,25 @@ func (e *Executor) update(ctx context.Context, addr netip.Addr, p *api.Peer) err
 		if err := ignoreAbsent(e.bgp.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()})); err != nil {
 			return err
 		}
-		return e.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: p})
+		delete(e.peers, addr)
+		return e.add(ctx, addr, p)
 	}
+	return e.updateInPlace(ctx, addr, p)
+}
+
+// updateInPlace is GoBGP's UpdatePeer, for a peer whose route-reflector
+// settings are already the wanted ones.
+func (e *Executor) updateInPlace(ctx context.Context, addr netip.Addr, p *api.Peer) error {
 	// NeedsSoftResetIn is ignored: it is set for policy and AS-path option
 	// changes, and we never put policies on the peer while AS-path option
 	// changes make GoBGP reset the session anyway.
-	_, err = e.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: p})
-	if kindOf(err) == errAbsent {
-		return e.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: p})
+	_, err := e.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: p})
+	switch {
+	case kindOf(err) == errAbsent:
+		delete(e.peers, addr)
+		return e.add(ctx, addr, p)
+	case err == nil:
+		e.peers[addr] = reflectorOf(p)
 	}
 	return err
 }
@@ -65,8 +104,12 @@ func (e *Executor) update(ctx context.Context, addr netip.Addr, p *api.Peer) err
 // deletePeer removes a neighbor; an absent one is success.
 func (e *Executor) deletePeer(ctx context.Context, addr netip.Addr) error {
 	cur, ok, err := e.currentPeer(ctx, addr)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		delete(e.peers, addr)
+		return nil
 	}
 	if cur.GetConf().GetAuthPassword() != "" {
 		if err := e.dropPassword(ctx, addr, cur.GetConf().GetPeerAsn()); err != nil {
@@ -76,6 +119,7 @@ func (e *Executor) deletePeer(ctx context.Context, addr netip.Addr) error {
 	if err := ignoreAbsent(e.bgp.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()})); err != nil {
 		return err
 	}
+	delete(e.peers, addr)
 	e.secrets.remember(addr, "")
 	return nil
 }

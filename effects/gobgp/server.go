@@ -50,6 +50,7 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server) error {
 	e.running = &s
 	// StartBgp re-initialises GoBGP's policy tables: nothing is installed.
 	e.policies = map[netip.Addr]installed{}
+	e.peers = map[netip.Addr]reflector{}
 	return nil
 }
 
@@ -61,6 +62,7 @@ func (e *Executor) stopServer(ctx context.Context) error {
 	}
 	e.running = nil
 	e.policies = map[netip.Addr]installed{}
+	e.peers = map[netip.Addr]reflector{}
 	return nil
 }
 

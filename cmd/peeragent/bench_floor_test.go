@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	api "github.com/osrg/gobgp/v3/api"
+	"github.com/osrg/gobgp/v3/pkg/server"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/effects/gobgp"
+	"github.com/peeragent/peeragent/internal/clustergen"
+	"github.com/peeragent/peeragent/reducer"
+	"github.com/peeragent/peeragent/state"
+)
+
+// The floor: a bare GoBGP server fed the agent's requests by a plain loop,
+// the cheapest possible way to make the same calls.
+
+// floorServer is a fresh embedded GoBGP server, not started.
+func floorServer() *server.BgpServer {
+	bgp := server.NewBgpServer(server.LoggerOption(quietLog{}))
+	go bgp.Serve()
+	return bgp
+}
+
+// floorConverge starts bgp as the agent's executor would and configures
+// the neighbors: per neighbor its policy objects, then AddPeer. It returns
+// the time from StartBgp to the last AddPeer's return, and the CPU time.
+func floorConverge(b *testing.B, bgp *server.BgpServer, srv state.Server, calls []gobgp.Calls) (wall, cpu time.Duration) {
+	ctx := context.Background()
+	runtime.GC()
+	cpu0, t0 := cpuTime(), time.Now()
+	must(b, bgp.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{Asn: srv.ASN, RouterId: srv.RouterID.String(),
+		ListenPort: int32(srv.ListenPort), ListenAddresses: []string{"127.0.0.1"}}}))
+	for _, c := range calls {
+		for _, r := range c.Sets {
+			must(b, bgp.AddDefinedSet(ctx, r))
+		}
+		for _, r := range c.Policies {
+			must(b, bgp.AddPolicy(ctx, r))
+		}
+		for _, r := range c.Assignments {
+			must(b, bgp.AddPolicyAssignment(ctx, r))
+		}
+		must(b, bgp.AddPeer(ctx, c.Peer))
+	}
+	wall, cpu = time.Since(t0), cpuTime()-cpu0
+	n := 0
+	must(b, bgp.ListPeer(ctx, &api.ListPeerRequest{}, func(*api.Peer) { n++ }))
+	if n != len(calls) {
+		b.Fatalf("floor: %d peers configured, want %d", n, len(calls))
+	}
+	return wall, cpu
+}
+
+// floorStop stops a floor server: every peer goes.
+func floorStop(b *testing.B, bgp *server.BgpServer) {
+	must(b, bgp.StopBgp(context.Background(), &api.StopBgpRequest{}))
+}
+
+// churnRequests are the UpdatePeer requests the first n churn events of c
+// amount to, derived by the pure core ahead of time: one per event.
+func churnRequests(b *testing.B, c *clustergen.Cluster, n int) []*api.UpdatePeerRequest {
+	s := reducer.FromScratch(c.Local, state.Options{}, c.Objects())
+	out := make([]*api.UpdatePeerRequest, 0, n)
+	for i := 0; i < n; i++ {
+		next := reducer.Reduce(s, c.Churn(i).Action)
+		speaker, _, _ := effects.Group(effects.Diff(s, next))
+		if len(speaker) != 1 {
+			b.Fatalf("churn event %d: %d speaker effects, want 1", i, len(speaker))
+		}
+		u, ok := speaker[0].(effects.UpdatePeer)
+		if !ok {
+			b.Fatalf("churn event %d: %s, want an update", i, speaker[0])
+		}
+		calls, err := gobgp.CallsFor(u.New)
+		must(b, err)
+		out = append(out, &api.UpdatePeerRequest{Peer: calls.Peer.Peer})
+		s = next
+	}
+	return out
+}
+
+// floorChurn issues the requests one after the other and measures each.
+func floorChurn(b *testing.B, bgp *server.BgpServer, reqs []*api.UpdatePeerRequest) churnResult {
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, len(reqs))
+	runtime.GC()
+	t0 := time.Now()
+	for _, r := range reqs {
+		t := time.Now()
+		_, err := bgp.UpdatePeer(ctx, r)
+		must(b, err)
+		lat = append(lat, time.Since(t))
+	}
+	el := time.Since(t0)
+	slices.Sort(lat)
+	return churnResult{rate: float64(len(reqs)) / el.Seconds(), p50: percentile(lat, 0.50), p99: percentile(lat, 0.99)}
+}
