@@ -1,0 +1,207 @@
+package deploy
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func TestManifestsDecodeStrictly(t *testing.T) {
+	s := newScheme(t)
+	for _, file := range manifestFiles(t) {
+		t.Run(file, func(t *testing.T) {
+			ms, err := loadFile(s, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms {
+				if m.obj == nil && m.crd == nil {
+					t.Errorf("%s: not decoded", m)
+				}
+				if m.crd != nil {
+					for _, validate := range crdValidators {
+						if m.obj == nil {
+							t.Fatalf("%s: the scheme does not know CRDs", m)
+						}
+						if err := validate(m.obj); err != nil {
+							t.Errorf("%s: %v", m, err)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDecoderIsStrict keeps the decoder honest: mistakes it must reject.
+func TestDecoderIsStrict(t *testing.T) {
+	s := newScheme(t)
+	cases := []struct {
+		name string
+		doc  string
+	}{
+		{"unknown-field-in-daemonset", `
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: x}
+spec: {hostNetwrok: true}`},
+		{"duplicate-field", `
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: x}
+metadata: {name: y}`},
+		{"unknown-field-in-bgppeer-spec", `
+apiVersion: crd.projectcalico.org/v1
+kind: BGPPeer
+metadata: {name: x}
+spec: {peerIp: 192.0.2.1}`},
+		{"unknown-field-in-v3-bgpfilter-rule", `
+apiVersion: projectcalico.org/v3
+kind: BGPFilter
+metadata: {name: x}
+spec: {exportV4: [{action: Accept, cidrs: 10.0.0.0/8}]}`},
+		{"unknown-field-in-crd-schema", `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: xs.example.com}
+spec:
+  group: example.com
+  names: {kind: X, listKind: XList, plural: xs, singular: x}
+  scope: Cluster
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, propertys: {}}}`},
+		{"unknown-kind", `
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: x}`},
+		{"wrong-type", `
+apiVersion: crd.projectcalico.org/v1
+kind: BGPConfiguration
+metadata: {name: default}
+spec: {nodeToNodeMeshEnabled: "yes"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if m, err := decode(s, []byte(c.doc)); err == nil {
+				t.Fatalf("decoded %v without error", m.gvk)
+			}
+		})
+	}
+}
+
+func TestKustomization(t *testing.T) {
+	data, err := os.ReadFile("kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Resources  []string `json:"resources"`
+	}
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := strictUnmarshal(j, &k); err != nil {
+		t.Fatal(err)
+	}
+	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
+		t.Errorf("kustomization.yaml is %s %s", k.APIVersion, k.Kind)
+	}
+	for _, r := range k.Resources {
+		if _, err := os.Stat(r); err != nil {
+			t.Errorf("resource %s: %v", r, err)
+		}
+	}
+	// Every top-level manifest is installed, but the examples and the CRDs
+	// (Calico installs its own).
+	for _, f := range manifestFiles(t) {
+		example := strings.HasPrefix(f, "example-")
+		listed := slices.Contains(k.Resources, f)
+		switch {
+		case strings.Contains(f, "/") && listed:
+			t.Errorf("%s is listed: the CRDs are Calico's to install", f)
+		case strings.Contains(f, "/"):
+		case example && listed:
+			t.Errorf("%s is listed: an example is not installed by default", f)
+		case !example && !listed:
+			t.Errorf("%s is not listed in kustomization.yaml", f)
+		}
+	}
+}
+
+func TestNamespacedObjectsAreInTheAgentNamespace(t *testing.T) {
+	ms := loadManifests(t)
+	ns := only[*corev1.Namespace](t, ms)
+	if ns.Name != agentNamespace {
+		t.Errorf("Namespace %q, want %q", ns.Name, agentNamespace)
+	}
+	namespaced := map[string]bool{"ServiceAccount": true, "Role": true, "RoleBinding": true, "DaemonSet": true, "Secret": true}
+	for _, m := range ms {
+		acc, ok := m.obj.(interface{ GetNamespace() string })
+		if !ok {
+			continue
+		}
+		switch got := acc.GetNamespace(); {
+		case namespaced[m.gvk.Kind] && got != agentNamespace:
+			t.Errorf("%s: namespace %q, want %q", m, got, agentNamespace)
+		case !namespaced[m.gvk.Kind] && got != "":
+			t.Errorf("%s: cluster-scoped, has namespace %q", m, got)
+		}
+	}
+	sa := only[*corev1.ServiceAccount](t, ms)
+	if sa.Name != serviceAccount {
+		t.Errorf("ServiceAccount %q, want %q", sa.Name, serviceAccount)
+	}
+}
+
+func TestExampleBGPPeer(t *testing.T) {
+	ms := loadManifests(t)
+	var peers []*calicov3.BGPPeer
+	for _, m := range ms {
+		if p, ok := m.obj.(*calicov3.BGPPeer); ok && strings.HasPrefix(m.file, "example-") {
+			if m.gvk.GroupVersion() != calicoCRDGroup {
+				t.Errorf("%s: %s, want %s", m, m.gvk.GroupVersion(), calicoCRDGroup)
+			}
+			peers = append(peers, p)
+		}
+	}
+	if len(peers) != 1 {
+		t.Fatalf("%d example BGPPeers, want 1", len(peers))
+	}
+	p := peers[0]
+	if p.Spec.PeerIP == "" || p.Spec.ASNumber == 0 {
+		t.Errorf("example peer: peerIP %q asNumber %d", p.Spec.PeerIP, p.Spec.ASNumber)
+	}
+	if p.Spec.Password == nil || p.Spec.Password.SecretKeyRef == nil {
+		t.Fatal("example peer has no password.secretKeyRef")
+	}
+	ref := p.Spec.Password.SecretKeyRef
+	found := false
+	for _, s := range all[*corev1.Secret](ms) {
+		if s.Name != ref.Name {
+			continue
+		}
+		found = true
+		if s.Namespace != agentNamespace {
+			t.Errorf("Secret %s in %q, want %q (the agent reads no other)", s.Name, s.Namespace, agentNamespace)
+		}
+		_, inData := s.Data[ref.Key]
+		_, inString := s.StringData[ref.Key]
+		if !inData && !inString {
+			t.Errorf("Secret %s has no key %q", s.Name, ref.Key)
+		}
+	}
+	if !found {
+		t.Errorf("no example Secret %q", ref.Name)
+	}
+}

@@ -1,0 +1,210 @@
+package deploy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// access is a request of the agent's ServiceAccount; namespace "" is a
+// cluster-wide request (a list or watch across namespaces, or a
+// cluster-scoped resource).
+type access struct {
+	verb, group, resource, namespace string
+}
+
+// allowed evaluates the RBAC objects of deploy/ the way the API server's
+// RBAC authorizer does, for the agent's ServiceAccount.
+func allowed(ms []manifest, a access) bool {
+	roles := map[string][]rbacv1.PolicyRule{} // "ClusterRole/name" or "Role/ns/name"
+	for _, r := range all[*rbacv1.ClusterRole](ms) {
+		roles["ClusterRole/"+r.Name] = r.Rules
+	}
+	for _, r := range all[*rbacv1.Role](ms) {
+		roles["Role/"+r.Namespace+"/"+r.Name] = r.Rules
+	}
+	ruleAllows := func(key string) bool {
+		return slices.ContainsFunc(roles[key], func(r rbacv1.PolicyRule) bool {
+			return matches(r.Verbs, a.verb) && matches(r.APIGroups, a.group) &&
+				matches(r.Resources, a.resource) && len(r.ResourceNames) == 0
+		})
+	}
+	for _, b := range all[*rbacv1.ClusterRoleBinding](ms) {
+		if bindsAgent(b.Subjects) && b.RoleRef.Kind == "ClusterRole" && ruleAllows("ClusterRole/"+b.RoleRef.Name) {
+			return true
+		}
+	}
+	for _, b := range all[*rbacv1.RoleBinding](ms) {
+		if !bindsAgent(b.Subjects) || a.namespace != b.Namespace {
+			continue
+		}
+		key := "ClusterRole/" + b.RoleRef.Name
+		if b.RoleRef.Kind == "Role" {
+			key = "Role/" + b.Namespace + "/" + b.RoleRef.Name
+		}
+		if ruleAllows(key) {
+			return true
+		}
+	}
+	return false
+}
+
+func matches(list []string, v string) bool {
+	return slices.Contains(list, v) || slices.Contains(list, "*")
+}
+
+func bindsAgent(subjects []rbacv1.Subject) bool {
+	return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+		return s.Kind == "ServiceAccount" && s.Name == serviceAccount && s.Namespace == agentNamespace
+	})
+}
+
+var readVerbs = []string{"get", "list", "watch"}
+
+func TestRBACAccess(t *testing.T) {
+	ms := loadManifests(t)
+	type accessCase struct {
+		name string
+		req  access
+		want bool
+	}
+	var cases []accessCase
+	// Everything the agent reads, in every read verb.
+	for _, group := range []string{"crd.projectcalico.org", "projectcalico.org"} {
+		for _, res := range []string{"bgppeers", "bgpconfigurations", "bgpfilters"} {
+			for _, verb := range readVerbs {
+				cases = append(cases, accessCase{
+					kebab(verb, res, group), access{verb, group, res, ""}, true})
+			}
+		}
+	}
+	for _, verb := range readVerbs {
+		cases = append(cases,
+			accessCase{kebab(verb, "nodes"), access{verb, "", "nodes", ""}, true},
+			accessCase{kebab(verb, "secrets-in-agent-namespace"), access{verb, "", "secrets", agentNamespace}, true})
+	}
+	cases = append(cases, []accessCase{
+		{"no-create-bgppeers", access{"create", "crd.projectcalico.org", "bgppeers", ""}, false},
+		{"no-update-bgppeers-v3", access{"update", "projectcalico.org", "bgppeers", ""}, false},
+		{"no-delete-bgpfilters", access{"delete", "crd.projectcalico.org", "bgpfilters", ""}, false},
+		{"no-patch-bgpconfigurations", access{"patch", "crd.projectcalico.org", "bgpconfigurations", ""}, false},
+		{"no-update-bgppeers-status", access{"update", "crd.projectcalico.org", "bgppeers/status", ""}, false},
+		{"no-other-calico-objects", access{"list", "crd.projectcalico.org", "ippools", ""}, false},
+		{"no-patch-nodes", access{"patch", "", "nodes", ""}, false},
+		{"no-update-nodes-status", access{"update", "", "nodes/status", ""}, false},
+		{"no-secrets-cluster-wide", access{"list", "", "secrets", ""}, false},
+		{"no-secrets-in-kube-system", access{"get", "", "secrets", "kube-system"}, false},
+		{"no-secrets-in-default", access{"watch", "", "secrets", "default"}, false},
+		{"no-create-secrets-in-agent-namespace", access{"create", "", "secrets", agentNamespace}, false},
+		{"no-update-secrets-in-agent-namespace", access{"update", "", "secrets", agentNamespace}, false},
+		{"no-configmaps-in-agent-namespace", access{"get", "", "configmaps", agentNamespace}, false},
+		{"no-pods", access{"list", "", "pods", ""}, false},
+	}...)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := allowed(ms, c.req); got != c.want {
+				t.Errorf("%+v: allowed %v, want %v", c.req, got, c.want)
+			}
+		})
+	}
+}
+
+func kebab(parts ...string) string {
+	return strings.ReplaceAll(strings.Join(parts, "-"), ".", "-")
+}
+
+func TestRBACShape(t *testing.T) {
+	ms := loadManifests(t)
+	cases := []struct {
+		name  string
+		check func() error
+	}{
+		{"cluster-role-grants-only-get-list-watch", func() error {
+			var errs []error
+			for _, r := range all[*rbacv1.ClusterRole](ms) {
+				errs = append(errs, readOnly("ClusterRole "+r.Name, r.Rules))
+				for _, rule := range r.Rules {
+					if slices.Contains(rule.Resources, "secrets") {
+						errs = append(errs, fmt.Errorf("ClusterRole %s grants secrets", r.Name))
+					}
+				}
+			}
+			return errors.Join(errs...)
+		}},
+		{"role-is-namespaced-and-limited-to-secrets", func() error {
+			var errs []error
+			roles := all[*rbacv1.Role](ms)
+			if len(roles) != 1 {
+				return fmt.Errorf("%d Roles, want 1", len(roles))
+			}
+			for _, r := range roles {
+				if r.Namespace != agentNamespace {
+					errs = append(errs, fmt.Errorf("Role %s in namespace %q", r.Name, r.Namespace))
+				}
+				errs = append(errs, readOnly("Role "+r.Name, r.Rules))
+				for _, rule := range r.Rules {
+					if !slices.Equal(rule.APIGroups, []string{""}) || !slices.Equal(rule.Resources, []string{"secrets"}) {
+						errs = append(errs, fmt.Errorf("Role %s: rule for %v %v, want core secrets only", r.Name, rule.APIGroups, rule.Resources))
+					}
+				}
+			}
+			return errors.Join(errs...)
+		}},
+		{"bindings-bind-the-service-account-to-existing-roles", func() error {
+			var errs []error
+			crbs, rbs := all[*rbacv1.ClusterRoleBinding](ms), all[*rbacv1.RoleBinding](ms)
+			if len(crbs) != 1 || len(rbs) != 1 {
+				return fmt.Errorf("%d ClusterRoleBindings and %d RoleBindings, want 1 and 1", len(crbs), len(rbs))
+			}
+			for _, b := range crbs {
+				if !bindsAgent(b.Subjects) || len(b.Subjects) != 1 {
+					errs = append(errs, fmt.Errorf("ClusterRoleBinding %s subjects %v", b.Name, b.Subjects))
+				}
+				if !slices.ContainsFunc(all[*rbacv1.ClusterRole](ms), func(r *rbacv1.ClusterRole) bool {
+					return b.RoleRef == rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: r.Name}
+				}) {
+					errs = append(errs, fmt.Errorf("ClusterRoleBinding %s: no ClusterRole %+v", b.Name, b.RoleRef))
+				}
+			}
+			for _, b := range rbs {
+				if !bindsAgent(b.Subjects) || len(b.Subjects) != 1 {
+					errs = append(errs, fmt.Errorf("RoleBinding %s subjects %v", b.Name, b.Subjects))
+				}
+				if !slices.ContainsFunc(all[*rbacv1.Role](ms), func(r *rbacv1.Role) bool {
+					return r.Namespace == b.Namespace && b.RoleRef == rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: r.Name}
+				}) {
+					errs = append(errs, fmt.Errorf("RoleBinding %s: no Role %+v in %s", b.Name, b.RoleRef, b.Namespace))
+				}
+			}
+			return errors.Join(errs...)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.check(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// readOnly reports rules that grant more than get, list and watch, or use
+// wildcards or non-resource URLs.
+func readOnly(what string, rules []rbacv1.PolicyRule) error {
+	var errs []error
+	for _, r := range rules {
+		for _, v := range r.Verbs {
+			if !slices.Contains(readVerbs, v) {
+				errs = append(errs, fmt.Errorf("%s grants %q", what, v))
+			}
+		}
+		if slices.Contains(r.APIGroups, "*") || slices.Contains(r.Resources, "*") || len(r.NonResourceURLs) > 0 {
+			errs = append(errs, fmt.Errorf("%s: wildcard or non-resource rule %+v", what, r))
+		}
+	}
+	return errors.Join(errs...)
+}
