@@ -30,6 +30,12 @@ const DirPollInterval = 400 * time.Millisecond
 // not loaded half-way; one that stays half-written longer becomes a
 // problem, which clears when the file is complete.
 //
+// A file that loaded cleanly once and is then saved with a problem (a typo,
+// a bad field) keeps its last good version's objects, with its problems
+// and one saying so, until it is fixed or removed: a mistake in a file
+// never takes its BGPPeers away. (LoadDir, used by `plan`, has no history
+// and skips what it cannot read.)
+//
 // On a change, Dir dispatches a SourceSynced for each kind whose objects
 // changed, and an InputProblemsReported for each file whose problems
 // changed (an empty one when a file is fixed or removed). If the directory
@@ -86,17 +92,19 @@ type dirReload struct {
 	d        *Dir
 	dispatch func(state.Action)
 
-	synced   bool        // the first complete lists were dispatched
-	loaded   []fileInput // what the current objects were loaded from
-	pending  []fileInput // a change seen once, applied if seen again
-	waiting  bool        // pending is set
+	synced   bool                 // the first complete lists were dispatched
+	lastGood map[string]fileInput // by name: each file's last version that loaded without a problem
+	loaded   []fileInput          // what the current objects were loaded from
+	pending  []fileInput          // a change seen once, applied if seen again
+	waiting  bool                 // pending is set
 	objects  []state.Action
 	problems map[string][]state.Problem // as last reported, by source
 	dirErr   string                     // the directory's problem, as last reported
 }
 
 func newDirReload(d *Dir, dispatch func(state.Action)) *dirReload {
-	return &dirReload{d: d, dispatch: dispatch, problems: map[string][]state.Problem{}}
+	return &dirReload{d: d, dispatch: dispatch, problems: map[string][]state.Problem{},
+		lastGood: map[string]fileInput{}}
 }
 
 // poll reads the directory and applies a change that is stable.
@@ -138,7 +146,11 @@ func (r *dirReload) reportDir(err error) {
 
 // apply loads files and dispatches what changed since the last load.
 func (r *dirReload) apply(files []fileInput) {
-	objs, probs := loadFiles(files)
+	use, extra := r.keepLastGood(files)
+	objs, probs := loadFiles(use)
+	for src, p := range extra {
+		probs[src] = append(probs[src], p...)
+	}
 	changed := r.reportProblems(probs)
 	kinds := r.syncObjects(objs.Actions())
 	r.loaded, r.pending, r.waiting, r.synced = files, nil, false, true
@@ -191,4 +203,39 @@ func sameManifestFiles(a, b []fileInput) bool {
 	return slices.EqualFunc(a, b, func(x, y fileInput) bool {
 		return x.name == y.name && x.err == y.err && bytes.Equal(x.data, y.data)
 	})
+}
+
+// keepLastGood puts back the last good version of every file that now
+// fails to read or decode (and had one): a typo saved into a file must not
+// take its objects away and reset their sessions. The broken version's
+// problems are still reported, with one more saying what is kept. A
+// removed file is forgotten (removing is deliberate). Files that load
+// cleanly become the new last good versions.
+func (r *dirReload) keepLastGood(files []fileInput) ([]fileInput, map[string][]state.Problem) {
+	out := make([]fileInput, 0, len(files))
+	extra := map[string][]state.Problem{}
+	present := map[string]bool{}
+	for _, f := range files {
+		present[f.name] = true
+		_, probs := loadFiles([]fileInput{f})
+		good, had := r.lastGood[f.name]
+		switch {
+		case len(probs) == 0:
+			r.lastGood[f.name] = f
+			out = append(out, f)
+		case had:
+			src := fileSource(f.name)
+			extra[src] = append(probs[src], state.Problem{Object: src,
+				Reason: "keeping the objects of its last version that loaded without a problem, until it is fixed"})
+			out = append(out, good)
+		default:
+			out = append(out, f)
+		}
+	}
+	for name := range r.lastGood {
+		if !present[name] {
+			delete(r.lastGood, name)
+		}
+	}
+	return out, extra
 }

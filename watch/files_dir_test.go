@@ -114,6 +114,17 @@ func TestDirReload(t *testing.T) {
 				want: []state.Action{state.InputProblemsReported{Source: "file/b.yaml"},
 					peersSynced(filePeer("p2", 65002), filePeer("tor", 65001))}},
 		}},
+		{name: "broken-edit-keeps-the-last-good-version", files: map[string]string{"a.yaml": tor}, steps: []dirStep{
+			{name: "initial", polls: 1, want: initialSync(filePeer("tor", 65001))},
+			{name: "broken-objects-kept", change: writeStep(map[string]string{"a.yaml": half}), polls: 2,
+				want: []state.Action{state.InputProblemsReported{Source: "file/a.yaml", Problems: []state.Problem{
+					{Object: "file/a.yaml", Reason: "line 6: invalid YAML: did not find expected ',' or ']'"},
+					{Object: "file/a.yaml", Reason: "keeping the objects of its last version that loaded without a problem, until it is fixed"}}}}},
+			{name: "still-broken-dispatches-nothing", polls: 3},
+			{name: "fixed", change: writeStep(map[string]string{"a.yaml": manifestPeer(v3, "tor", "65008")}), polls: 2,
+				want: []state.Action{state.InputProblemsReported{Source: "file/a.yaml"}, peersSynced(filePeer("tor", 65008))}},
+			{name: "removed-is-forgotten", change: removeStep("a.yaml"), polls: 2, want: []state.Action{peersSynced()}},
+		}},
 		{name: "editor-rename-over", files: map[string]string{"a.yaml": tor}, steps: []dirStep{
 			{name: "initial", polls: 1, want: initialSync(filePeer("tor", 65001))},
 			{name: "rename", change: renameStep("a.yaml", manifestPeer(v3, "tor", "65003")), polls: 2,
