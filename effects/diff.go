@@ -22,6 +22,11 @@ func Diff(prev, next state.State) []Effect {
 	}
 	var stop []Effect
 	switch {
+	case baseSrv == next.Server && next.ServerRetry > prev.ServerRetry && next.Server != (state.Server{}):
+		// The server failed to start: start it again and configure
+		// everything on it (AddPeer of an existing peer is an update).
+		out = append(out, StartServer{Server: next.Server})
+		baseN, baseS = nil, nil
 	case baseSrv == next.Server:
 	case baseSrv == state.Server{}:
 		out = append(out, StartServer{Server: next.Server})

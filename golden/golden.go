@@ -142,6 +142,9 @@ func Describe(a state.Action) string {
 		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
 	case state.RetryDue:
 		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
+		if !a.Address.IsValid() {
+			id = "server"
+		}
 	case state.RouteApplied:
 		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
 	case state.RouteApplyFailed:

@@ -24,6 +24,12 @@ func reduceResult(s state.State, a state.Action) state.State {
 			t.putSession(k, x)
 		})
 	case state.RetryDue:
+		if !a.Address.IsValid() {
+			if _, failed := s.Out.Problems.Get("server"); failed {
+				t.s.ServerRetry++
+			}
+			break
+		}
 		t.current(a.Address, a.Gen, func(k string, x *state.Session) {
 			if x.Phase == pFail || x.Route == "failed" {
 				x.Retry++

@@ -100,7 +100,8 @@ type PeerApplyFailed struct {
 	At      time.Time  `json:"at,omitzero"`
 }
 
-// RetryDue: the backoff timer of a failed neighbor (generation Gen) expired.
+// RetryDue: the backoff timer of a failed neighbor (generation Gen) expired;
+// with the zero Address and Gen, the timer of a server that failed to start.
 type RetryDue struct {
 	Address netip.Addr `json:"address"`
 	Gen     uint64     `json:"gen"`

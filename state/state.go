@@ -52,9 +52,13 @@ type State struct {
 	Seq    uint64        `json:"seq"`
 	Synced map[Kind]bool `json:"synced"`
 	Server Server        `json:"server"`
-	Inputs Inputs        `json:"-"`
-	Out    Derived       `json:"-"`
-	Index  Index         `json:"-"`
+	// ServerRetry is bumped by a RetryDue for the server (zero address)
+	// while it failed to start: a one-shot request Diff turns into a new
+	// StartServer and the re-adding of every neighbor.
+	ServerRetry uint64  `json:"serverRetry,omitempty"`
+	Inputs      Inputs  `json:"-"`
+	Out         Derived `json:"-"`
+	Index       Index   `json:"-"`
 }
 
 // Inputs are the objects as last seen, keyed by name.

@@ -83,6 +83,12 @@ func (s *Scheduler) Observe(a state.Action) {
 		s.applied(a.Address, a.Gen, peerKind)
 	case state.RouteApplied:
 		s.applied(a.Address, a.Gen, routeKind)
+	case state.ServerApplyFailed:
+		// The server's retries are keyed by the zero address, as the
+		// reducer reads a RetryDue without one.
+		s.failed(netip.Addr{}, 0, peerKind)
+	case state.ServerApplied:
+		s.applied(netip.Addr{}, 0, peerKind)
 	}
 }
 

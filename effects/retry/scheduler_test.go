@@ -138,9 +138,15 @@ func TestScheduler(t *testing.T) {
 			{observe: []state.Action{
 				state.RetryDue{Address: addrA, Gen: 5},
 				state.SessionStateChanged{Address: addrA, State: "idle"},
-				state.ServerApplyFailed{Error: "port taken"},
 				state.PeerDeleted{Name: "p"},
 			}, advance: time.Minute},
+		},
+	}, {
+		name: "server-failure-is-retried-until-it-starts",
+		steps: []step{
+			{observe: []state.Action{state.ServerApplyFailed{Error: "port taken"}}, advance: 100 * ms,
+				want: []state.Action{due(netip.Addr{}, 0, 100*ms)}},
+			{observe: []state.Action{state.ServerApplyFailed{Error: "port taken"}, state.ServerApplied{}}, advance: time.Minute},
 		},
 	}, {
 		name: "stop-cancels-everything",
