@@ -5,7 +5,6 @@ go 1.26.0
 godebug multipathtcp=0
 
 require (
-	github.com/benbjohnson/immutable v0.4.3
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
 	github.com/looplab/fsm v1.0.3
