@@ -14,6 +14,7 @@ import (
 
 	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/effects/gobgp"
 	"github.com/peeragent/peeragent/internal/clustergen"
@@ -125,7 +126,7 @@ func waitUntil(b *testing.B, what string, timeout, every time.Duration, cond fun
 type rig struct {
 	exec    *gobgp.Executor // nil over the instant speaker
 	speaker *timedSpeaker
-	loop    *Loop
+	loop    *agent.Loop
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -140,7 +141,7 @@ func newRig(local string) *rig {
 
 func startRig(local string, sp *timedSpeaker) *rig {
 	r := &rig{speaker: sp, done: make(chan struct{})}
-	r.loop = NewLoop(LoopConfig{Initial: state.New(local, state.Options{}), Speaker: sp,
+	r.loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(local, state.Options{}), Speaker: sp,
 		Log: discardLogger(), Journal: 1000})
 	var ctx context.Context
 	ctx, r.cancel = context.WithCancel(context.Background())

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects/gobgp"
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
@@ -32,7 +33,7 @@ type clusterAgentConfig struct {
 type clusterAgent struct {
 	t        *testing.T
 	e        *clusterEnv
-	loop     *Loop
+	loop     *agent.Loop
 	speaker  *clusterSpeaker
 	watches  *clusterWatches
 	seen     *clusterSeen
@@ -78,7 +79,7 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 		a.speaker.inner = a.bgp
 	}
 	a.watches = &clusterWatches{inner: kube}
-	a.loop = NewLoop(LoopConfig{Initial: state.New(clusterNode, state.Options{Namespace: ns}), Speaker: a.speaker,
+	a.loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(clusterNode, state.Options{Namespace: ns}), Speaker: a.speaker,
 		Secrets: a.watches, Log: log, Journal: 1000, Observer: []func(state.Action){a.seen.observe}})
 	ctx, cancel := context.WithCancel(context.Background())
 	loopDone, sessDone := make(chan struct{}), make(chan error, 1)
@@ -138,7 +139,7 @@ func (a *clusterAgent) settle() {
 			a.t.Fatal("the loop never reduced the settle marker")
 		}
 	}
-	if !clusterPoll(a.e.ctx, clusterWaitMax, func() bool { return a.loop.pendingQ.Load() == 0 }) {
+	if !clusterPoll(a.e.ctx, clusterWaitMax, func() bool { return a.loop.Pending() == 0 }) {
 		a.t.Fatal("the loop's effects never drained")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/state"
 )
@@ -95,7 +96,7 @@ func clusterAck(effs []effects.Effect) []state.Action {
 // clusterWatches records the loop's Secret watch calls and passes them on
 // to the kube source.
 type clusterWatches struct {
-	inner SecretWatcher
+	inner agent.SecretWatcher
 	mu    sync.Mutex
 	calls []string
 	on    map[string]bool

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -28,7 +29,7 @@ Usage:
 Run "peeragent COMMAND --help" for the flags of a command.
 
 HTTP endpoints of "peeragent run" (--http-addr, default 127.0.0.1:9179):
-` + Endpoints + "\n"
+` + agent.Endpoints + "\n"
 
 func main() {
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -243,9 +244,9 @@ func noflapSameInputs[V any](t *testing.T, what string, want map[string]V, have 
 }
 
 // noflapSteps is how many batches the loop has reduced and diffed.
-func noflapSteps(t *testing.T, l *Loop) uint64 {
+func noflapSteps(t *testing.T, l *agent.Loop) uint64 {
 	t.Helper()
-	mfs, err := l.metrics.Registry.Gather()
+	mfs, err := l.Metrics().Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/internal/birdtest"
 	"github.com/peeragent/peeragent/internal/frrtest"
@@ -21,7 +22,7 @@ import (
 
 // noflapWaitEstablished waits until both sessions are established in our
 // State, in BIRD's `show protocols` and in FRR's `show bgp neighbors`.
-func noflapWaitEstablished(ctx context.Context, t *testing.T, l *Loop, bird *birdtest.Bird, frr *frrtest.FRR, birdAddr, frrAddr netip.Addr) {
+func noflapWaitEstablished(ctx context.Context, t *testing.T, l *agent.Loop, bird *birdtest.Bird, frr *frrtest.FRR, birdAddr, frrAddr netip.Addr) {
 	t.Helper()
 	ours := func() bool {
 		for _, a := range []netip.Addr{birdAddr, frrAddr} {
@@ -43,7 +44,7 @@ func noflapWaitEstablished(ctx context.Context, t *testing.T, l *Loop, bird *bir
 	}
 }
 
-func noflapSession(l *Loop, a netip.Addr) state.Session {
+func noflapSession(l *agent.Loop, a netip.Addr) state.Session {
 	if s, ok := l.State().Out.Sessions.Get(state.AddrKey(a)); ok {
 		return *s
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/effects/gobgp"
 	"github.com/peeragent/peeragent/internal/birdtest"
@@ -79,7 +80,7 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	counter := &noflapCounter{inner: bgp}
 	watcher := &noflapSecretWatcher{cluster: cl}
 	seen := &noflapObserver{}
-	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: counter, Secrets: watcher,
+	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: counter, Secrets: watcher,
 		Log: log, Journal: 2 * noflapChanges, Observer: []func(state.Action){seen.observe}})
 	watcher.dispatch = l.Dispatch
 	runCtx, stop := context.WithCancel(context.Background())

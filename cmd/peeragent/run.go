@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects/gobgp"
 	"github.com/peeragent/peeragent/effects/retry"
 	"github.com/peeragent/peeragent/effects/vpp"
@@ -24,7 +25,7 @@ import (
 
 // source feeds the loop and serves the secret watches.
 type source interface {
-	SecretWatcher
+	agent.SecretWatcher
 	Run(ctx context.Context, dispatch func(state.Action)) error
 }
 
@@ -91,7 +92,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	}
 	defer vppExec.Close()
 	var sched *retry.Scheduler
-	loop := NewLoop(LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: vppExec,
+	loop := agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: vppExec,
 		Secrets: src, Log: log, Journal: f.journal,
 		Observer: []func(state.Action){func(a state.Action) { sched.Observe(a) }}})
 	sched = retry.New(loop.Dispatch, nil, nil)
@@ -100,7 +101,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv := &http.Server{Handler: Handler(loop), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: agent.Handler(loop), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
 	go func() {

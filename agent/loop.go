@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -77,6 +77,13 @@ func (l *Loop) Ready() bool { return l.ready.Load() }
 
 // Journal is the loop's action journal.
 func (l *Loop) Journal() *Journal { return l.journal }
+
+// Metrics is the loop's metrics (its registry is what /metrics serves).
+func (l *Loop) Metrics() *Metrics { return l.metrics }
+
+// Pending is the number of effect batches handed to the effects runner and
+// not yet finished: tests wait for 0 instead of sleeping.
+func (l *Loop) Pending() int64 { return l.pendingQ.Load() }
 
 // Run reduces actions until ctx ends. Whatever is queued when it wakes is
 // reduced as one batch and diffed once.
