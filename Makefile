@@ -24,7 +24,7 @@ deps:
 	if { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing; } >$$log 2>&1; \
 	then :; else tail -n 20 $$log; echo "deps: apt-get install$$missing failed ($$why)"; fi; rm -f $$log
 
-## apiserver: build kube-apiserver and etcd for internal/kubetest (tools/apiserver/build.sh) into
+## apiserver: build kube-apiserver and etcd for internal/testrig/kube (tools/apiserver/build.sh) into
 ## a cache outside the repo, when missing (cold: minutes, ~3 GB); never fails: real-cluster
 ## tests then skip, or fail under CI=true. Nothing to do when KUBEBUILDER_ASSETS is set.
 apiserver:
@@ -53,7 +53,7 @@ golden-update:
 
 ## bench: the benchmarks of issue 6 (convergence and churn against the GoBGP floor, the old
 ## way, memory; cmd/peeragent/bench*_test.go) and the core's (reducer, up to 10,000 peers), then
-## docs/performance.md from them (internal/perfdoc); not part of make test. About 6 minutes on
+## docs/performance.md from them (tools/perfdoc); not part of make test. About 6 minutes on
 ## 2 cores. Leaves bench.txt, bench-stat.txt and the 10,000-peer run's bench-tenk.prof.
 BENCHSTAT ?= GOFLAGS= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 BENCH_AGENT = $(GO) test -run '^$$' -benchtime 1x -timeout 30m
@@ -67,7 +67,7 @@ bench:
 	  -cpuprofile bench-tenk.prof ./cmd/peeragent | tee -a bench.txt; \
 	$(BENCH_AGENT) -bench '^Benchmark(Churn|Memory)$$/^(instant|state|churn=)' -count 3 ./cmd/peeragent | tee -a bench.txt; \
 	$(BENCHSTAT) bench.txt > bench-stat.txt; \
-	$(GO) run ./internal/perfdoc -bench bench.txt -benchstat bench-stat.txt -profile bench-tenk.prof \
+	$(GO) run ./tools/perfdoc -bench bench.txt -benchstat bench-stat.txt -profile bench-tenk.prof \
 	  -loadavg bench-loadavg.txt -elapsed $$(( $$(date +%s) - start ))s -out docs/performance.md; \
 	rm -f bench-loadavg.txt
 
@@ -75,6 +75,6 @@ bench:
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./selector
-	$(GO) test -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME) ./internal/pmap
+	$(GO) test -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME) ./state/pmap
 	$(GO) test -run '^$$' -fuzz '^FuzzReduce$$' -fuzztime $(FUZZTIME) ./reducer
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadDocument$$' -fuzztime $(FUZZTIME) ./watch

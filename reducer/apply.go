@@ -4,8 +4,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/peeragent/peeragent/internal/pmap"
 	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
 )
 
 func setMember(m *pmap.Map[struct{}], k string, in bool) *pmap.Map[struct{}] {

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/peeragent/peeragent/effects"
-	"github.com/peeragent/peeragent/internal/pmap"
 	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
 )
 
 // The property test of the pure core: for random action sequences, Reduce

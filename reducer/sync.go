@@ -3,8 +3,8 @@ package reducer
 import (
 	"maps"
 
-	"github.com/peeragent/peeragent/internal/pmap"
 	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
 )
 
 // synced applies a complete list: everything listed is upserted (a no-op

@@ -4,7 +4,7 @@
 // Contract:
 //   - Everything here is plain data. A State is immutable once built: the
 //     reducer returns a new State that shares structure with the old one
-//     (the big collections are persistent maps from internal/pmap), so a
+//     (the big collections are persistent maps from state/pmap), so a
 //     step copies O(log n), not O(n).
 //   - Actions are facts, already converted from Kubernetes or daemon types
 //     into the small value types of this package; this package imports no

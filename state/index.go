@@ -3,7 +3,7 @@ package state
 import (
 	"net/netip"
 
-	"github.com/peeragent/peeragent/internal/pmap"
+	"github.com/peeragent/peeragent/state/pmap"
 )
 
 // Matcher is a compiled label selector (implemented by package selector;

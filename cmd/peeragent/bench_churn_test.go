@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/peeragent/peeragent/effects"
-	"github.com/peeragent/peeragent/internal/clustergen"
+	"github.com/peeragent/peeragent/internal/testrig/clustergen"
 	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
 )

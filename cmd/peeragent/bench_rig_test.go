@@ -17,7 +17,7 @@ import (
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/effects/gobgp"
-	"github.com/peeragent/peeragent/internal/clustergen"
+	"github.com/peeragent/peeragent/internal/testrig/clustergen"
 	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peeragent/peeragent/internal/clustergen"
+	"github.com/peeragent/peeragent/internal/testrig/clustergen"
 )
 
 // tenK is the 10,000-BGPPeer setup that BenchmarkConvergence measures and

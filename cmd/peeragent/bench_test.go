@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peeragent/peeragent/internal/clustergen"
+	"github.com/peeragent/peeragent/internal/testrig/clustergen"
 	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
 )

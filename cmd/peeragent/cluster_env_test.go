@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	clientretry "k8s.io/client-go/util/retry"
 
-	"github.com/peeragent/peeragent/internal/kubetest"
+	"github.com/peeragent/peeragent/internal/testrig/kube"
 )
 
 // --- the cluster --------------------------------------------------------
@@ -32,7 +32,7 @@ import (
 // clusterEnv is a real API server and admin clients for one test.
 type clusterEnv struct {
 	t       *testing.T
-	kc      *kubetest.Cluster
+	kc      *kube.Cluster
 	ctx     context.Context
 	cs      kubernetes.Interface
 	dyn     dynamic.Interface
@@ -45,13 +45,13 @@ type clusterEnv struct {
 // CI=true) with opts, installs the CRDs of crdDirs and creates the
 // agent's namespace from deploy/namespace.yaml. budget bounds the whole
 // test.
-func clusterStart(t *testing.T, budget time.Duration, opts []kubetest.Option, crdDirs ...string) *clusterEnv {
+func clusterStart(t *testing.T, budget time.Duration, opts []kube.Option, crdDirs ...string) *clusterEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("real kube-apiserver and etcd: not in -short")
 	}
 	started := time.Now()
-	kc := kubetest.Start(t, opts...)
+	kc := kube.Start(t, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	t.Cleanup(cancel)
 	cfg := kc.RESTConfig()

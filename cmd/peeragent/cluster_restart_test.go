@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/peeragent/peeragent/internal/kubetest"
+	"github.com/peeragent/peeragent/internal/testrig/kube"
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
 )
@@ -34,7 +34,7 @@ func TestClusterAPIServerRestart(t *testing.T) {
 	// open watches (ours) to end before it exits, up to its 60 s request
 	// timeout, and kubetest kills it after 15 s: with one, it ends them on
 	// SIGTERM, as a rolling restart of a real control plane does.
-	e := clusterStart(t, 80*time.Second, []kubetest.Option{kubetest.WithAPIServerArgs("--shutdown-watch-termination-grace-period=2s")}, clusterCRDs)
+	e := clusterStart(t, 80*time.Second, []kube.Option{kube.WithAPIServerArgs("--shutdown-watch-termination-grace-period=2s")}, clusterCRDs)
 	group := watch.GroupCRD
 	port := clusterFreePort(t)
 	const pw1, pw2 = "cluster-restart-one", "cluster-restart-two"

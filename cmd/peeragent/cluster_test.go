@@ -10,7 +10,7 @@ import (
 // The cluster tests (issue 5, item 2, and the "Secret read refused" and
 // "API server unavailable" faults of item 5): the agent's Kubernetes
 // source (watch.Kube) and its real Loop against a real kube-apiserver and
-// etcd (internal/kubetest), with the CRDs of deploy/crds installed. Each
+// etcd (internal/testrig/kube), with the CRDs of deploy/crds installed. Each
 // test changes objects through the API server and waits, with a bound,
 // until the agent's State (neighbors, session phases, problems) and, where
 // the real GoBGP executor runs, GoBGP's own neighbor list (ListPeer) show

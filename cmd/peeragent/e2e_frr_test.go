@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peeragent/peeragent/internal/frrtest"
+	"github.com/peeragent/peeragent/internal/testrig/frr"
 )
 
 // TestAgentFollowsSecretFileRotationWithFRR: the agent binary, fed by a
@@ -18,11 +18,11 @@ func TestAgentFollowsSecretFileRotationWithFRR(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test with FRR")
 	}
-	frrtest.Require(t)
+	frr.Require(t)
 	bin := buildAgent(t)
 	dir := t.TempDir()
 	ours, frrAddr := netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.61")
-	ourPort, frrPort := frrtest.FreePort(t, ours), frrtest.FreePort(t, frrAddr)
+	ourPort, frrPort := frr.FreePort(t, ours), frr.FreePort(t, frrAddr)
 	writeFile(t, dir, "nodes.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-a\n  annotations: {projectcalico.org/IPv4Address: 127.0.0.1/8}\n")
 	writeFile(t, dir, "bgp.yaml", fmt.Sprintf(`apiVersion: crd.projectcalico.org/v1
 kind: BGPConfiguration
@@ -39,23 +39,23 @@ spec:
   password: {secretKeyRef: {name: frr-pass, key: key}}
 `, ourPort, frrPort))
 	writeFile(t, dir, "secret.yaml", fmt.Sprintf(e2eFRRSecret, "frr-first-key"))
-	cfg := frrtest.Config{Address: frrAddr, Port: frrPort, AS: 65061, Neighbors: []frrtest.Neighbor{
+	cfg := frr.Config{Address: frrAddr, Port: frrPort, AS: 65061, Neighbors: []frr.Neighbor{
 		{Name: "agent", Address: ours, Port: ourPort, AS: 64512, Password: "frr-first-key"}}}
-	frr := frrtest.Start(t, cfg)
+	peer := frr.Start(t, cfg)
 	a := startAgent(t, bin, dir, "node-a", "127.0.0.1")
 
 	fp1 := waitSession(t, a, "127.0.0.61", "")
-	waitFRR(t, frr, ours, 1)
+	waitFRR(t, peer, ours, 1)
 	writeFile(t, dir, "secret.yaml", fmt.Sprintf(e2eFRRSecret, "frr-second-key"))
 	cfg.Neighbors[0].Password = "frr-second-key"
-	if err := frr.Reconfigure(cfg); err != nil {
+	if err := peer.Reconfigure(cfg); err != nil {
 		t.Fatal(err)
 	}
 	fp2 := waitSession(t, a, "127.0.0.61", "")
 	for fp2 == fp1 {
 		fp2 = waitSession(t, a, "127.0.0.61", "")
 	}
-	n := waitFRR(t, frr, ours, 2)
+	n := waitFRR(t, peer, ours, 2)
 	t.Logf("FRR connectionsEstablished %d after the rotation (password %s -> %s)", n.ConnectionsEstablished, fp1, fp2)
 }
 
@@ -65,11 +65,11 @@ metadata: {name: frr-pass, namespace: calico-vpp-dataplane}
 stringData: {key: %s}
 `
 
-func waitFRR(t *testing.T, f *frrtest.FRR, addr netip.Addr, established int) frrtest.NeighborState {
+func waitFRR(t *testing.T, f *frr.FRR, addr netip.Addr, established int) frr.NeighborState {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	n, err := f.WaitNeighbor(ctx, addr, func(n frrtest.NeighborState) bool {
+	n, err := f.WaitNeighbor(ctx, addr, func(n frr.NeighborState) bool {
 		return n.Established() && n.ConnectionsEstablished == established
 	})
 	if err != nil {

@@ -15,14 +15,14 @@ import (
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
-	"github.com/peeragent/peeragent/internal/birdtest"
-	"github.com/peeragent/peeragent/internal/frrtest"
+	"github.com/peeragent/peeragent/internal/testrig/bird"
+	"github.com/peeragent/peeragent/internal/testrig/frr"
 	"github.com/peeragent/peeragent/state"
 )
 
 // noflapWaitEstablished waits until both sessions are established in our
 // State, in BIRD's `show protocols` and in FRR's `show bgp neighbors`.
-func noflapWaitEstablished(ctx context.Context, t *testing.T, l *agent.Loop, bird *birdtest.Bird, frr *frrtest.FRR, birdAddr, frrAddr netip.Addr) {
+func noflapWaitEstablished(ctx context.Context, t *testing.T, l *agent.Loop, birdPeer *bird.Bird, frrPeer *frr.FRR, birdAddr, frrAddr netip.Addr) {
 	t.Helper()
 	ours := func() bool {
 		for _, a := range []netip.Addr{birdAddr, frrAddr} {
@@ -33,10 +33,10 @@ func noflapWaitEstablished(ctx context.Context, t *testing.T, l *agent.Loop, bir
 		return true
 	}
 	noflapWait(ctx, t, "both sessions established in our State", ours)
-	if _, err := bird.WaitEstablished(ctx, noflapProto); err != nil {
+	if _, err := birdPeer.WaitEstablished(ctx, noflapProto); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := frr.WaitEstablished(ctx, netip.MustParseAddr(noflapOurAddr)); err != nil {
+	if _, err := frrPeer.WaitEstablished(ctx, netip.MustParseAddr(noflapOurAddr)); err != nil {
 		t.Fatal(err)
 	}
 	if !ours() {

@@ -12,8 +12,8 @@ import (
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/effects/gobgp"
-	"github.com/peeragent/peeragent/internal/birdtest"
-	"github.com/peeragent/peeragent/internal/frrtest"
+	"github.com/peeragent/peeragent/internal/testrig/bird"
+	"github.com/peeragent/peeragent/internal/testrig/frr"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -53,8 +53,8 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real BIRD and FRR peers: not in -short")
 	}
-	birdtest.Require(t)
-	frrtest.Require(t)
+	bird.Require(t)
+	frr.Require(t)
 	noflapRequireAddrs(t, noflapOurAddr, noflapBirdAddr, noflapFRRAddr)
 	ctx, cancelAll := context.WithTimeout(context.Background(), noflapBudget)
 	defer cancelAll()
@@ -64,13 +64,13 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	ourPort := noflapFreePort(t, noflapOurAddr)
 	birdAddr, frrAddr := netip.MustParseAddr(noflapBirdAddr), netip.MustParseAddr(noflapFRRAddr)
 	ourAddr := netip.MustParseAddr(noflapOurAddr)
-	birdPort := birdtest.FreePort(t, birdAddr)
-	frrPort := frrtest.FreePort(t, frrAddr)
-	bird := birdtest.Start(t, birdtest.Config{Address: birdAddr, Port: birdPort, AS: noflapBirdAS,
-		Neighbors: []birdtest.Neighbor{{Name: noflapProto, Address: ourAddr, Port: ourPort, AS: noflapOurAS, Password: noflapBirdPw}}})
-	frrCfg := frrtest.Config{Address: frrAddr, Port: frrPort, AS: noflapFRRAS,
-		Neighbors: []frrtest.Neighbor{{Name: "peeragent", Address: ourAddr, Port: ourPort, AS: noflapOurAS, Password: noflapFRRPw1}}}
-	frr := frrtest.Start(t, frrCfg)
+	birdPort := bird.FreePort(t, birdAddr)
+	frrPort := frr.FreePort(t, frrAddr)
+	birdPeer := bird.Start(t, bird.Config{Address: birdAddr, Port: birdPort, AS: noflapBirdAS,
+		Neighbors: []bird.Neighbor{{Name: noflapProto, Address: ourAddr, Port: ourPort, AS: noflapOurAS, Password: noflapBirdPw}}})
+	frrCfg := frr.Config{Address: frrAddr, Port: frrPort, AS: noflapFRRAS,
+		Neighbors: []frr.Neighbor{{Name: "peeragent", Address: ourAddr, Port: ourPort, AS: noflapOurAS, Password: noflapFRRPw1}}}
+	frrPeer := frr.Start(t, frrCfg)
 
 	// The agent: the real Loop and the real GoBGP executor, counted.
 	cl := newNoflapCluster(ourPort, netip.AddrPortFrom(birdAddr, uint16(birdPort)), netip.AddrPortFrom(frrAddr, uint16(frrPort)))
@@ -105,16 +105,16 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	}
 
 	// Established on all three views: our State, BIRD's, FRR's.
-	noflapWaitEstablished(ctx, t, l, bird, frr, birdAddr, frrAddr)
+	noflapWaitEstablished(ctx, t, l, birdPeer, frrPeer, birdAddr, frrAddr)
 	t.Logf("both sessions established on all three views %v after start", time.Since(start).Round(time.Millisecond))
 	time.Sleep(time.Second) // let the start-up settle (collisions, first updates) before taking the baseline
-	noflapWaitEstablished(ctx, t, l, bird, frr, birdAddr, frrAddr)
-	birdBefore, err := bird.Protocol(noflapProto)
+	noflapWaitEstablished(ctx, t, l, birdPeer, frrPeer, birdAddr, frrAddr)
+	birdBefore, err := birdPeer.Protocol(noflapProto)
 	if err != nil {
 		t.Fatal(err)
 	}
-	birdN0 := bird.Establishments(noflapProto)
-	frrBefore, err := frr.Neighbor(ourAddr)
+	birdN0 := birdPeer.Establishments(noflapProto)
+	frrBefore, err := frrPeer.Neighbor(ourAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +160,12 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	if n := l.State().Out.Neighbors.Len(); n != 2 {
 		t.Errorf("node-a has %d neighbors after the changes, want the 2 peers", n)
 	}
-	birdAfter, err := bird.Protocol(noflapProto)
+	birdAfter, err := birdPeer.Protocol(noflapProto)
 	if err != nil {
 		t.Fatal(err)
 	}
-	birdN1 := bird.Establishments(noflapProto)
-	frrAfter, err := frr.Neighbor(ourAddr)
+	birdN1 := birdPeer.Establishments(noflapProto)
+	frrAfter, err := frrPeer.Neighbor(ourAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,10 +215,10 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	l.Dispatch(state.SecretUpserted{Secret: cl.setSecret(noflapFRRSec, noflapFRRPw2)}) // what the Secret watch delivers
 	noflapWait(ctx, t, "the executor handed the rotation", func() bool { return noflapByAddr(counter.since(mark))[noflapFRRAddr] > 0 })
 	frrCfg.Neighbors[0].Password = noflapFRRPw2
-	if err := frr.Reconfigure(frrCfg); err != nil {
+	if err := frrPeer.Reconfigure(frrCfg); err != nil {
 		t.Fatal(err)
 	}
-	frrRot, err := frr.WaitNeighbor(ctx, ourAddr, func(n frrtest.NeighborState) bool {
+	frrRot, err := frrPeer.WaitNeighbor(ctx, ourAddr, func(n frr.NeighborState) bool {
 		return n.Established() && n.ConnectionsEstablished > frrAfter.ConnectionsEstablished
 	})
 	if err != nil {
@@ -230,15 +230,15 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	})
 	reEstablished := time.Since(rot)
 	time.Sleep(time.Second) // a second reset would show here
-	frrFinal, err := frr.Neighbor(ourAddr)
+	frrFinal, err := frrPeer.Neighbor(ourAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	birdFinal, err := bird.Protocol(noflapProto)
+	birdFinal, err := birdPeer.Protocol(noflapProto)
 	if err != nil {
 		t.Fatal(err)
 	}
-	birdN2 := bird.Establishments(noflapProto)
+	birdN2 := birdPeer.Establishments(noflapProto)
 	rotEffs := counter.since(mark)
 	rotAddr := noflapByAddr(rotEffs)
 	t.Logf("positive control, FRR password rotated: speaker calls %d (%s %d, %s %d) [%s]; "+

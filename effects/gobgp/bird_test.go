@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/peeragent/peeragent/effects"
-	"github.com/peeragent/peeragent/internal/birdtest"
+	birdtest "github.com/peeragent/peeragent/internal/testrig/bird"
 	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
 )

@@ -15,7 +15,7 @@ var forbidden = []string{
 }
 
 func TestPureCoreImports(t *testing.T) {
-	for _, pkg := range []string{"state", "selector", "reducer", "effects", "internal/pmap", "agent"} {
+	for _, pkg := range []string{"state", "selector", "reducer", "effects", "state/pmap", "agent"} {
 		t.Run(pkg, func(t *testing.T) {
 			out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/"+pkg).CombinedOutput()
 			if err != nil {

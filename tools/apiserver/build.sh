@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd for internal/kubetest into a cache directory
+# Builds kube-apiserver and etcd for internal/testrig/kube into a cache directory
 # outside the repository, only when they are missing there:
 #
 #   ${PEERAGENT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/peeragent}/apiserver-<k8s>-etcd-<etcd>/

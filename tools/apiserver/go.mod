@@ -1,5 +1,5 @@
 // This module exists only to build the kube-apiserver and etcd binaries that
-// internal/kubetest starts; it is not part of github.com/peeragent/peeragent.
+// internal/testrig/kube starts; it is not part of github.com/peeragent/peeragent.
 // See README.md and build.sh. Change versions only together with build.sh.
 module github.com/peeragent/peeragent/tools/apiserver
 

@@ -1,0 +1,12 @@
+// Package daemon is what the real-daemon test harnesses (bird,
+// frr, kube) share: running a program in the foreground of a test
+// with its output captured (Start, Process, LogBuffer), stopping it with
+// SIGTERM then SIGKILL, waiting for it to answer within a deadline
+// (Process.WaitReady), finding its binary (LookPath, Executable), skipping
+// a test loudly when it is missing, or failing it under CI=true
+// (Dependency), and the files and ports it needs (WriteFileAtomic,
+// SocketDir, FreePort).
+//
+// It holds no daemon-specific knowledge: each harness keeps its own
+// messages, timeouts and configuration, and passes them in.
+package daemon

@@ -1,0 +1,98 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Dependency is an external program a harness cannot run without. Keep it
+// in a package variable: it prints its stderr line once per process.
+type Dependency struct {
+	// What is the missing thing in the failure under CI=true: "Under
+	// CI=true a missing WHAT is a failure, not a skip."
+	What string
+	// Tests are the tests skipped without it, in the line on stderr:
+	// "TESTS are SKIPPED."
+	Tests string
+
+	loud sync.Once
+}
+
+// Missing ends t because the dependency is missing; reason says what is
+// missing and how to get it. Under CI=true (the environment) it fails t,
+// so CI cannot pass without the dependency; otherwise it skips t with
+// reason, also printed once on stderr, as go test shows skip reasons only
+// with -v.
+func (d *Dependency) Missing(t testing.TB, reason string) {
+	t.Helper()
+	if inCI() {
+		t.Fatalf("%s Under CI=true a missing %s is a failure, not a skip.", reason, d.What)
+	}
+	d.loud.Do(func() { fmt.Fprintf(os.Stderr, "%s %s are SKIPPED.\n", reason, d.Tests) })
+	t.Skipf("%s SKIPPED.", reason)
+}
+
+func inCI() bool {
+	ci, _ := strconv.ParseBool(os.Getenv("CI"))
+	return ci
+}
+
+// LookPath finds the first of names in PATH, then in dirs (for programs
+// installed where PATH does not look, such as /usr/sbin or /usr/lib/frr).
+func LookPath(dirs []string, names ...string) (string, error) {
+	for _, name := range names {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+		for _, dir := range dirs {
+			if p := filepath.Join(dir, name); Executable(p) == nil {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s not found in PATH or %s", strings.Join(names, " or "), strings.Join(dirs, ", "))
+}
+
+// Executable says why path is not an executable regular file, or nil.
+func Executable(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case !st.Mode().IsRegular() || st.Mode()&0o111 == 0:
+		return errors.New("not an executable file")
+	}
+	return nil
+}
+
+// FreePort is a TCP port on addr that was free a moment ago: the kernel
+// picks it, and it is released before returning, so another process could
+// take it in between (unlikely within one test run).
+func FreePort(addr netip.Addr) (int, error) {
+	l, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	return port, l.Close()
+}
+
+// MustFreePort is FreePort failing t on an error, with a message that
+// starts with prefix (the harness's name).
+func MustFreePort(t testing.TB, prefix string, addr netip.Addr) int {
+	t.Helper()
+	p, err := FreePort(addr)
+	if err != nil {
+		t.Fatalf("%s: free port on %v: %v", prefix, addr, err)
+	}
+	return p
+}

@@ -1,0 +1,102 @@
+package frr
+
+import (
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/peeragent/peeragent/internal/testrig/daemon"
+)
+
+// bgpdDirs are searched for bgpd after PATH: Debian installs the FRR
+// daemons in /usr/lib/frr, which is in nobody's PATH.
+var bgpdDirs = []string{"/usr/lib/frr", "/usr/sbin", "/usr/local/sbin", "/usr/local/lib/frr", "/sbin"}
+
+// vtyshDirs are searched for vtysh after PATH.
+var vtyshDirs = []string{"/usr/bin", "/usr/local/bin", "/usr/sbin"}
+
+// minMajor.minMinor is the oldest FRR accepted: 8.4 brought
+// "bgp allow-martian-nexthop", which every rendered config holds.
+const minMajor, minMinor = 8, 4
+
+type binaries struct {
+	bgpd, vtysh, version string
+}
+
+// lookup finds bgpd and vtysh once per process and checks bgpd's version.
+var lookup = sync.OnceValues(find)
+
+// dependency is FRR, for Require.
+var dependency = daemon.Dependency{What: "peer", Tests: "FRR interop tests"}
+
+func find() (binaries, error) {
+	bgpd, err := daemon.LookPath(bgpdDirs, "bgpd")
+	if err != nil {
+		return binaries{}, err
+	}
+	vtysh, err := daemon.LookPath(vtyshDirs, "vtysh")
+	if err != nil {
+		return binaries{}, err
+	}
+	// bgpd --version prints "bgpd version 8.4.4" then build details.
+	out, err := exec.Command(bgpd, "--version").CombinedOutput()
+	if err != nil {
+		return binaries{}, fmt.Errorf("%s --version: %v: %s", bgpd, err, strings.TrimSpace(string(out)))
+	}
+	v, err := parseVersion(string(out))
+	if err != nil {
+		return binaries{}, fmt.Errorf("%s --version: %w", bgpd, err)
+	}
+	return binaries{bgpd: bgpd, vtysh: vtysh, version: v}, nil
+}
+
+// parseVersion reads "bgpd version X.Y.Z" from the first line and checks
+// it is at least minMajor.minMinor.
+func parseVersion(out string) (string, error) {
+	first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	v, ok := strings.CutPrefix(strings.TrimSpace(first), "bgpd version ")
+	if !ok {
+		return "", fmt.Errorf("unexpected output %q", first)
+	}
+	f := strings.SplitN(v, ".", 3)
+	major, err1 := strconv.Atoi(f[0])
+	minor := -1
+	if len(f) > 1 {
+		minor, _ = strconv.Atoi(strings.TrimFunc(f[1], func(r rune) bool { return r < '0' || r > '9' }))
+	}
+	if err1 != nil || major < minMajor || major == minMajor && minor < minMinor {
+		return v, fmt.Errorf("FRR %s is too old: %d.%d or later is needed", v, minMajor, minMinor)
+	}
+	return v, nil
+}
+
+// Version is the version of the installed FRR (for example "8.4.4"), or
+// why FRR cannot be used.
+func Version() (string, error) {
+	b, err := lookup()
+	return b.version, err
+}
+
+// Require makes the test depend on a usable FRR: when bgpd or vtysh is
+// missing or FRR is older than 8.4, it skips the test with a loud reason
+// (also printed once on stderr, as go test shows skip reasons only with
+// -v), except when the environment has CI=true, where it fails the test
+// instead.
+func Require(t testing.TB) {
+	t.Helper()
+	if _, err := lookup(); err != nil {
+		dependency.Missing(t, fmt.Sprintf("!!! FRR NOT AVAILABLE: %v. Install Debian's frr (make deps, as root).", err))
+	}
+}
+
+// FreePort is a TCP port on addr that was free a moment ago: the kernel
+// picks it, and it is released before returning, so another process could
+// take it in between (unlikely within one test run).
+func FreePort(t testing.TB, addr netip.Addr) int {
+	t.Helper()
+	return daemon.MustFreePort(t, "frrtest", addr)
+}

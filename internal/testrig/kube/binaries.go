@@ -1,0 +1,77 @@
+package kube
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/peeragent/peeragent/internal/testrig/daemon"
+)
+
+// The versions that tools/apiserver/go.mod pins; build.sh names its cache
+// directory after them. TestVersionsMatchBuildModule keeps them in step.
+const (
+	K8sVersion  = "v1.37.2"
+	EtcdVersion = "v3.7.0"
+)
+
+// Binaries are the paths of the two programs a Cluster runs.
+type Binaries struct {
+	APIServer, Etcd string
+}
+
+var (
+	findOnce   = sync.OnceValues(find)
+	dependency = daemon.Dependency{What: "API server", Tests: "Real-cluster tests"}
+)
+
+// Find locates kube-apiserver and etcd: in $KUBEBUILDER_ASSETS when it is
+// set, else in CacheDir(). The answer is computed once per process.
+func Find() (Binaries, error) { return findOnce() }
+
+func find() (Binaries, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	from := "$KUBEBUILDER_ASSETS"
+	if dir == "" {
+		d, err := CacheDir()
+		if err != nil {
+			return Binaries{}, err
+		}
+		dir, from = d, "the build cache"
+	}
+	b := Binaries{APIServer: filepath.Join(dir, "kube-apiserver"), Etcd: filepath.Join(dir, "etcd")}
+	for _, p := range []string{b.APIServer, b.Etcd} {
+		if err := daemon.Executable(p); err != nil {
+			return Binaries{}, fmt.Errorf("%s (%s): %w", p, from, err)
+		}
+	}
+	return b, nil
+}
+
+// CacheDir is where tools/apiserver/build.sh puts the binaries:
+// ${PEERAGENT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/peeragent}/apiserver-K8S-etcd-ETCD.
+func CacheDir() (string, error) {
+	root := os.Getenv("PEERAGENT_CACHE")
+	if root == "" {
+		c, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("no cache directory: %w", err)
+		}
+		root = filepath.Join(c, "peeragent")
+	}
+	return filepath.Join(root, "apiserver-"+K8sVersion+"-etcd-"+EtcdVersion), nil
+}
+
+// Require makes the test depend on kube-apiserver and etcd: when either is
+// missing it skips the test with a loud reason (also printed once on stderr,
+// as go test shows skip reasons only with -v), except under CI=true, where
+// it fails the test instead.
+func Require(t testing.TB) {
+	t.Helper()
+	if _, err := Find(); err != nil {
+		dependency.Missing(t, fmt.Sprintf("!!! KUBE-APISERVER/ETCD NOT AVAILABLE: %v. Build them with `make apiserver` "+
+			"(tools/apiserver/build.sh) or set KUBEBUILDER_ASSETS.", err))
+	}
+}

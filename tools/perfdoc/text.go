@@ -1,0 +1,69 @@
+package main
+
+// method is how the benchmarks measure (cmd/peeragent/bench*_test.go).
+const method = `Everything runs in one process per ` + "`go test`" + ` invocation: the real agent loop of
+agent/ (Loop: Dispatch, Reduce, Diff, effects on their own goroutine, results fed back)
+over the real GoBGP executor (effects/gobgp), on an embedded GoBGP v3.37.0 listening on
+127.0.0.1 at a free port. A wrapping Executor timestamps every Execute. The session watch is
+not running; no neighbor establishes (their addresses are unreachable), as "configured" means
+that AddPeer returned.
+
+**Clusters** come from internal/testrig/clustergen, seeded, fed as one SourceSynced per kind:
+
+- *mesh=1000*: 1,000 nodes in the node-to-node mesh, no BGPPeer: 999 neighbors.
+- *peers=10000*: 10,000 BGPPeers, each its own neighbor of the local node (20% global, 30%
+  selecting it by label, the rest naming it; 9% with a password Secret of their own; 10% with
+  one of 4 BGPFilters, which the executor installs as a per-neighbor GoBGP policy), 100 nodes
+  in the mesh, and a route-reflector BGPPeer selecting nodes by label: 10,099 neighbors. Why
+  9%: Linux keeps a listening socket's TCP-MD5 keys in its option memory
+  (net.core.optmem_max, 128 KiB here), which holds about 960 of them; past that GoBGP logs
+  "failed to set md5" and cannot accept those neighbors' sessions (a limit to know of in
+  production: raise optmem_max beyond about 900 MD5 neighbors per node).
+
+**Convergence** is the time from the first Dispatch to the return of the Execute that confirmed
+the last neighbor. The **floor** is a fresh GoBGP server fed by a plain loop: StartBgp, then for
+each neighbor the AddDefinedSet, AddPolicy and AddPolicyAssignment of its policy and AddPeer, in
+the agent's order, with the exact requests the executor builds (gobgp.CallsFor, computed before
+the clock starts); timed from StartBgp to the last AddPeer's return. One server runs at a time
+(GoBGP's StartBgp sets package state): for the mesh the agent and the floor take turns going
+first; for 10,000 BGPPeers the floor goes first, as the agent's speaker stays up for the churn.
+Wall and process CPU time are both reported: the machine is shared, and CPU time is less
+sensitive to that. The result table takes the median over the runs.
+
+**Churn** runs on the agent left converged with the 10,099 neighbors. The changes take turns: a
+BGPPeer's ttlSecurity flips, a peer's password Secret is rotated, a remote node's label flips
+(moving it between the mesh and the route-reflector BGPPeer); each changes exactly one neighbor,
+so one UpdatePeer. *light*: 200 changes at 50/s, for the latency without queueing. *steady*:
+2,500 changes offered at 5,000/s on schedule; events/s is their
+number over the time from the first Dispatch to the last call's return; latency runs from
+Dispatch to the return of the Execute that made the event's call. A change waits while the
+previous change to its neighbor awaits its call (the loop would rightly coalesce them, leaving
+nothing to time). *flood*: changes as fast as the agent takes them, at most 250 awaiting their
+call. *floor*: the same UpdatePeer requests (derived ahead by the pure core) by a plain loop on
+the floor server, holding the same 10,099 neighbors. *old way*: per change, the object lists
+with the change → reducer.FromScratch → effects.Diff against the previous State in full → the
+effects that change something executed (no sleep, unlike the design it replaces; two States
+derived from scratch number their generations afresh, and the UpdatePeers of no change that
+this causes for every later neighbor are left out). *instant*:
+the same churn and old way over an executor that confirms every effect at once: the agent's
+own cost.
+
+**Memory**: *state* is the live heap (after GC) holding a converged State of the 10,099-neighbor
+cluster, every neighbor confirmed, minus the live heap before the cluster existed, per neighbor.
+*churn=100000* runs the loop over the instant executor (GoBGP's heap is not the agent's), fills
+its journal with 2,000 changes, then compares the live heap before and after 100,000 more.
+
+**Reducer** benchmarks are the core's own (Reduce and Diff of one change, and from scratch), up
+to 10,000 peers; the 100,000-peer size takes minutes and is left to a manual run.
+`
+
+// profileIntro explains the profile table.
+const profileIntro = `make bench profiles the 10,000-BGPPeer run (` + "`-cpuprofile bench-tenk.prof`" + `; the
+floor's convergence and churn, then the agent's convergence, churn and old way). Samples are
+labelled with their run (pprof labels, which the loop's and GoBGP's goroutines inherit: agent,
+floor, old) and split by who spent them: the agent's own code (core, executor, loop, with the
+allocation and GC assist it causes), GoBGP, or the Go runtime (scheduler, GC background). The
+runs do not do the same work (the agent's churn is longer than the floor's): compare the
+splits, not the totals. ` + "`go tool pprof -tagfocus run=agent bench-tenk.prof`" + ` shows the
+agent's run alone.
+`
