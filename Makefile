@@ -51,7 +51,7 @@ fmt-check:
 golden-update:
 	$(GO) test ./golden -run TestGolden -update
 
-## bench: the benchmarks of issue 6 (convergence and churn against the GoBGP floor, the old
+## bench: the scale benchmarks (convergence and churn against the GoBGP floor, the old
 ## way, memory; cmd/peeragent/bench*_test.go) and the core's (reducer, up to 10,000 peers), then
 ## docs/performance.md from them (tools/perfdoc); not part of make test. About 6 minutes on
 ## 2 cores. Leaves bench.txt, bench-stat.txt and the 10,000-peer run's bench-tenk.prof.

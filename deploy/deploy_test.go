@@ -24,7 +24,7 @@ import (
 
 const (
 	// agentNamespace is where the agent runs and reads Secrets
-	// (../../shared/SEMANTICS.md §1, state.DefaultNamespace).
+	// (docs/semantics.md §1, state.DefaultNamespace).
 	agentNamespace = "calico-vpp-dataplane"
 	serviceAccount = "peeragent"
 	// agentCommand is the path of the agent's main package, from deploy/.

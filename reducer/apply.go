@@ -100,7 +100,7 @@ func (t *tx) setSource(key string, o output) {
 	idx.Sources = idx.Sources.Set(key, o.cands)
 }
 
-// less orders candidates by precedence (SEMANTICS.md §2.7): class, then the
+// less orders candidates by precedence (docs/semantics.md §2.7): class, then the
 // smallest BGPPeer name, then node and source for a total order, so the
 // winner never depends on arrival order.
 func less(a, b state.Candidate) int {

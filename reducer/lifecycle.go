@@ -27,7 +27,7 @@ const (
 	pUpdating, pDeleting, pFail  = state.PhaseUpdating, state.PhaseDeleting, state.PhaseFailed
 )
 
-// Lifecycle is the session lifecycle table of SEMANTICS.md §6.
+// Lifecycle is the session lifecycle table of docs/semantics.md §6.
 var Lifecycle = fsm.Events{
 	{Name: evHold, Src: []string{pNew, pConfiguring, pUpdating, pFail, pDeleting}, Dst: pWaiting},
 	{Name: evConfigure, Src: []string{pNew, pWaiting, pFail, pDeleting, pConfiguring, pConfigured, pEstablished, pUpdating}, Dst: pConfiguring},

@@ -83,7 +83,7 @@ func conflicts(cands []state.Candidate) []state.Problem {
 	return out
 }
 
-// build computes every setting of SEMANTICS.md §3 for the winning candidate.
+// build computes every setting of docs/semantics.md §3 for the winning candidate.
 func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Problem) {
 	l := t.local()
 	p, _ := t.s.Inputs.Peers.Get(c.Peer)

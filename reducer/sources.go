@@ -30,7 +30,7 @@ func applies(p *state.PeerEntry, n *state.NodeEntry) bool {
 }
 
 // reverseOf reports whether a BGPPeer's peer side selects the local node,
-// and in which families (SEMANTICS.md §2.3).
+// and in which families (docs/semantics.md §2.3).
 func (t *tx) reverseOf(p *state.PeerEntry, l *state.NodeEntry) (v4, v6 bool) {
 	if p.Spec.ReversePeering == "Manual" {
 		return false, false

@@ -68,7 +68,7 @@ type FilterEntry struct {
 // Class orders the sources of a candidate neighbor: lower wins.
 type Class uint8
 
-// Precedence classes (SEMANTICS.md §2.7).
+// Precedence classes (docs/semantics.md §2.7).
 const (
 	ClassGlobal Class = iota
 	ClassNodeSpecific

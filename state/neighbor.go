@@ -6,7 +6,7 @@ import (
 )
 
 // Neighbor is one BGP neighbor this node must have, fully resolved: every
-// setting of SEMANTICS.md §3 as plain data for the GoBGP executor.
+// setting of docs/semantics.md §3 as plain data for the GoBGP executor.
 type Neighbor struct {
 	Address                 netip.Addr    `json:"address"`
 	Port                    uint16        `json:"port"`

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Lifecycle phases of a neighbor (SEMANTICS.md §6). The transition table
+// Lifecycle phases of a neighbor (docs/semantics.md §6). The transition table
 // lives in the reducer; the phase itself is data here.
 const (
 	PhaseNew         = "new"

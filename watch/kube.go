@@ -173,7 +173,7 @@ func (k *Kube) retryBackoff() wait.Backoff {
 }
 
 // ResolveGroup turns the group flag into the group-version to read
-// BGPPeers, BGPConfigurations and BGPFilters from (SEMANTICS §1): empty
+// BGPPeers, BGPConfigurations and BGPFilters from (docs/semantics.md §1): empty
 // means GroupCRD; GroupAuto picks GroupV3 only when the server has the
 // projectcalico.org group and not crd.projectcalico.org, else GroupCRD.
 func ResolveGroup(d discovery.DiscoveryInterface, flag string) (string, error) {

@@ -10,7 +10,8 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// Scale benchmarks (issue 6): convergence against the GoBGP floor, churn
+// Scale benchmarks (targets: tools/perfdoc/targets.go; results:
+// docs/performance.md): convergence against the GoBGP floor, churn
 // against the floor and the old way, memory. Each iteration is a complete
 // run, so run them with -benchtime 1x and -count for repetitions (make
 // bench does); every figure is a b.ReportMetric, ns/op being the agent's

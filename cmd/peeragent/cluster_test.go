@@ -7,8 +7,8 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// The cluster tests (issue 5, item 2, and the "Secret read refused" and
-// "API server unavailable" faults of item 5): the agent's Kubernetes
+// The cluster tests (with the "Secret read refused" and "API server
+// unavailable" faults): the agent's Kubernetes
 // source (watch.Kube) and its real Loop against a real kube-apiserver and
 // etcd (internal/testrig/kube), with the CRDs of deploy/crds installed. Each
 // test changes objects through the API server and waits, with a bound,

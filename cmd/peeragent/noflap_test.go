@@ -17,7 +17,8 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// The no-flap test (issue 5, item 4): the real Loop, with the real GoBGP
+// The no-flap test (docs/semantics.md §5: a change never resets a session it
+// does not concern): the real Loop, with the real GoBGP
 // executor on 127.0.0.1, has Established sessions with a real BIRD 2
 // (127.0.0.40) and a real FRR bgpd (127.0.0.41), both with TCP-MD5
 // passwords from Secrets. 1,000 changes that do not concern node-a's two

@@ -36,7 +36,7 @@ const (
 	ourAS      = 64512 // Calico's default, as no BGPConfiguration sets one
 )
 
-// birdAgent is the agent loop in miniature, as DESIGN.md draws it: one
+// birdAgent is the agent loop in miniature, as docs/design.md draws it: one
 // goroutine is the only caller of Reduce; it diffs each new State, runs the
 // speaker's effects on the executor and reduces their results in turn, and
 // answers secret watches from its own store, as the watch layer would.
@@ -308,7 +308,7 @@ func dialUnsigned(from string, to netip.AddrPort) bool {
 // first; a passive BIRD makes our speaker dial (after GoBGP's 1-2 s), so
 // both directions of the MD5 handshake are covered. With MD5, our
 // listener refuses an unsigned connection from BIRD's address while it
-// accepts one from another address: the MPTCP trap of DESIGN.md would
+// accepts one from another address: the MPTCP trap of docs/design.md would
 // accept both, and the session would still come up through one dial.
 func TestBirdEstablishes(t *testing.T) {
 	birdtest.Require(t)

@@ -17,7 +17,7 @@ import (
 // truncate a larger one.
 const maxRestartTime = 4095
 
-// peerFor maps a neighbor to GoBGP's api.Peer (SEMANTICS.md §3). It is the
+// peerFor maps a neighbor to GoBGP's api.Peer (docs/semantics.md §3). It is the
 // only place a password is revealed.
 func peerFor(n *state.Neighbor) (*api.Peer, error) {
 	fams, err := afiSafis(n.Families, n.GracefulRestartSeconds > 0)

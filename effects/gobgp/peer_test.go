@@ -39,7 +39,7 @@ func basePeer() *api.Peer {
 	}
 }
 
-// TestPeerFor pins the mapping of every neighbor setting of SEMANTICS.md
+// TestPeerFor pins the mapping of every neighbor setting of docs/semantics.md
 // §3 to GoBGP's api.Peer.
 func TestPeerFor(t *testing.T) {
 	tests := []struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// TestVPPErrorIsRetried closes the loop of issue item 4: a retval from
+// TestVPPErrorIsRetried closes the retry loop for routes: a retval from
 // VPP becomes RouteApplyFailed, which the retry Scheduler turns into a
 // RetryDue for the same address and generation.
 func TestVPPErrorIsRetried(t *testing.T) {

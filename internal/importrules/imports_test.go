@@ -1,4 +1,4 @@
-// Package importrules enforces the dependency rules of DESIGN.md: the pure
+// Package importrules enforces the dependency rules of docs/design.md: the pure
 // core (state, selector, reducer, effects without its executors) never
 // depends on client-go, Calico, GoBGP or govpp.
 package importrules

@@ -15,7 +15,8 @@ const (
 	memChurn   = "BenchmarkMemory/churn=100000"
 )
 
-// target is one goal of issue 6 and how to read it from the results.
+// target is one performance goal of the agent and how to read it from the
+// results; the list is the contract docs/performance.md reports against.
 type target struct {
 	what  string // the goal, in words
 	bench string
