@@ -1,0 +1,59 @@
+package effects
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/peeragent/peeragent/internal/testrig/fieldcov"
+	"github.com/peeragent/peeragent/state"
+)
+
+// notClassified are the fields of state.Neighbor that are not speaker
+// settings of the classify table, and why: a change of any other field must
+// be listed by Classify, or an update would reach GoBGP unexplained (or,
+// worse, be planned as "nothing changed").
+var notClassified = map[string]string{
+	"Address":     "the neighbor's key: another address is another neighbor",
+	"Origin":      "bookkeeping: which source the neighbor came from",
+	"PasswordRef": "bookkeeping: which Secret key the password came from",
+	"Filters":     "bookkeeping: which BGPFilters the policy came from",
+	"Policy":      "its own effects (policy and defined-set calls), never an UpdatePeer",
+	"ReachableBy": "its own effect: the VPP route to the neighbor",
+	"Waiting":     "holds the neighbor back: AddPeer or DeletePeer, never an update",
+}
+
+func TestClassifyCoversEveryNeighborField(t *testing.T) {
+	base := state.Neighbor{Address: netip.MustParseAddr("10.0.0.2"), Port: 179, PeerASN: 65001,
+		LocalASN: 64512, SourceAddress: netip.MustParseAddr("10.0.0.1"), EBGPMultihopTTL: 2,
+		GracefulRestartSeconds: 120, Families: []string{"ipv4-unicast", "ipv6-unicast"}}
+	inTable := map[string]bool{}
+	for _, f := range fields {
+		inTable[f.name] = true
+	}
+	known := map[string]bool{}
+	for _, f := range fieldcov.Of(base) {
+		known[f.Name], known[f.JSON] = true, true
+		if why, ok := notClassified[f.Name]; ok {
+			if inTable[f.JSON] {
+				t.Errorf("%s is in the classify table and in notClassified (%s): pick one", f.Name, why)
+			}
+			continue
+		}
+		changed := fieldcov.Changed(base, f.Name)
+		got, _ := Classify(&base, &changed)
+		if len(got) != 1 || got[0].Field != f.JSON {
+			t.Errorf("changing %s: Classify lists %v, want one change named %q: add it to the fields table "+
+				"(effects/classify.go, with whether it resets the session), or to notClassified with why", f.Name, got, f.JSON)
+		}
+	}
+	for name := range inTable {
+		if !known[name] {
+			t.Errorf("the classify table names %q, which is no field of state.Neighbor (its json name)", name)
+		}
+	}
+	for name := range notClassified {
+		if !known[name] {
+			t.Errorf("notClassified names %s, which state.Neighbor no longer has", name)
+		}
+	}
+}
