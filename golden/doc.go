@@ -6,7 +6,8 @@
 // (the actions in order, one single-key map each, in the journal form of
 // state.DecodeAction), and the generated want-effects.txt (per step a
 // "# N action" header and that step's effects, or "(none)") and
-// want-state.yaml (the final State, as the /state dump shows it).
+// want-state.yaml (the final State, as the /state dump shows it, but for the
+// neighbor settings at their defaults, which it leaves out: StateYAML).
 //
 // `go test ./golden -update` rewrites only the want-* sections; review every
 // update in the diff. The runner also checks, for every step, that Reduce

@@ -82,7 +82,7 @@ func play(t *testing.T, sc *Scenario) (string, string) {
 			t.Errorf("Reduce(%s) modified its input state:\n%s", Describe(a), cmp.Diff(before, after))
 		}
 	})
-	return EffectsText(steps), DumpYAML(final)
+	return EffectsText(steps), StateYAML(final)
 }
 
 func checkNoSecrets(t *testing.T, sc *Scenario, out string) {
