@@ -27,20 +27,13 @@ func (f *fakeSpeaker) Execute(_ context.Context, effs []effects.Effect) []state.
 	done := map[string]bool{}
 	for _, e := range effs {
 		f.seen = append(f.seen, e.String())
-		var gen uint64
-		switch e := e.(type) {
-		case effects.AddPeer:
-			gen = e.Gen
-		case effects.UpdatePeer:
-			gen = e.Gen
-		case effects.DeletePeer:
-			gen = e.Gen
-		default:
+		r := e.Ref()
+		if r.Kind != effects.KindAddPeer && r.Kind != effects.KindUpdatePeer && r.Kind != effects.KindDeletePeer {
 			continue
 		}
-		if k := e.Address().String(); !done[k] {
+		if k := r.Addr.String(); !done[k] {
 			done[k] = true
-			out = append(out, state.PeerApplied{Address: e.Address(), Gen: gen})
+			out = append(out, state.PeerApplied{Address: r.Addr, Gen: r.Gen})
 		}
 	}
 	return out

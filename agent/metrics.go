@@ -134,29 +134,5 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 }
 
 // effectKind is the first word of the effect's String, without building
-// the string for the known kinds: this runs for every effect executed.
-func effectKind(e effects.Effect) string {
-	switch e.(type) {
-	case effects.AddPeer:
-		return "add-peer"
-	case effects.UpdatePeer:
-		return "update-peer"
-	case effects.DeletePeer:
-		return "delete-peer"
-	case effects.SetPolicy:
-		return "set-policy"
-	case effects.DeletePolicy:
-		return "delete-policy"
-	case effects.AddRoute:
-		return "add-route"
-	case effects.DeleteRoute:
-		return "delete-route"
-	}
-	s := e.String()
-	for i := 0; i < len(s); i++ {
-		if s[i] == ' ' || s[i] == ':' {
-			return s[:i]
-		}
-	}
-	return s
-}
+// the string: this runs for every effect executed.
+func effectKind(e effects.Effect) string { return e.Ref().Kind.String() }

@@ -12,8 +12,11 @@ import (
 type Effect interface {
 	fmt.Stringer
 	// Address is the neighbor the effect is for (zero for server and
-	// secret-watch effects); executors group and order by it.
+	// secret-watch effects); executors group and order by it. It is
+	// Ref().Addr.
 	Address() netip.Addr
+	// Ref is the effect's kind, address and generation.
+	Ref() Ref
 }
 
 // StartServer is GoBGP StartBgp with the node's AS, router ID and listen

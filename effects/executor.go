@@ -20,13 +20,13 @@ type Executor interface {
 // Secret watches go to neither: the watch layer handles them.
 func Group(effs []Effect) (speaker, vpp, watches []Effect) {
 	for _, e := range effs {
-		switch e.(type) {
-		case AddRoute, DeleteRoute:
-			vpp = append(vpp, e)
-		case WatchSecret, UnwatchSecret:
-			watches = append(watches, e)
-		default:
+		switch k := e.Ref().Kind; {
+		case k.Speaker():
 			speaker = append(speaker, e)
+		case k == KindAddRoute || k == KindDeleteRoute:
+			vpp = append(vpp, e)
+		default:
+			watches = append(watches, e)
 		}
 	}
 	return speaker, vpp, watches

@@ -203,17 +203,6 @@ func (instantSpeaker) Execute(_ context.Context, effs []effects.Effect) []state.
 }
 
 func speakerGen(e effects.Effect) (netip.Addr, uint64, bool) {
-	switch e := e.(type) {
-	case effects.AddPeer:
-		return e.Address(), e.Gen, true
-	case effects.UpdatePeer:
-		return e.Address(), e.Gen, true
-	case effects.DeletePeer:
-		return e.Addr, e.Gen, true
-	case effects.SetPolicy:
-		return e.Addr, e.Gen, true
-	case effects.DeletePolicy:
-		return e.Addr, e.Gen, true
-	}
-	return netip.Addr{}, 0, false
+	r := e.Ref()
+	return r.Addr, r.Gen, r.Kind.Peer()
 }

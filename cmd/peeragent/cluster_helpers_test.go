@@ -61,7 +61,6 @@ func clusterAck(effs []effects.Effect) []state.Action {
 	var out []state.Action
 	done := map[key]bool{}
 	for _, e := range effs {
-		var gen uint64
 		switch e := e.(type) {
 		case effects.StartServer:
 			out = append(out, state.ServerApplied{Server: e.Server})
@@ -72,22 +71,11 @@ func clusterAck(effs []effects.Effect) []state.Action {
 		case effects.StopServer:
 			out = append(out, state.ServerApplied{})
 			continue
-		case effects.AddPeer:
-			gen = e.Gen
-		case effects.UpdatePeer:
-			gen = e.Gen
-		case effects.DeletePeer:
-			gen = e.Gen
-		case effects.SetPolicy:
-			gen = e.Gen
-		case effects.DeletePolicy:
-			gen = e.Gen
-		default:
-			continue
 		}
-		if k := (key{e.Address(), gen}); !done[k] {
+		r := e.Ref()
+		if k := (key{r.Addr, r.Gen}); r.Kind.Peer() && !done[k] {
 			done[k] = true
-			out = append(out, state.PeerApplied{Address: k.addr, Gen: gen})
+			out = append(out, state.PeerApplied{Address: k.addr, Gen: k.gen})
 		}
 	}
 	return out

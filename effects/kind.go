@@ -1,0 +1,103 @@
+package effects
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Kind is what an effect does. Its String is the first word of the
+// effect's String ("add-peer"), the name metrics and logs use for it.
+type Kind uint8
+
+// The effect kinds, one per effect type.
+const (
+	KindStartServer Kind = iota + 1
+	KindRestartServer
+	KindStopServer
+	KindWatchSecret
+	KindUnwatchSecret
+	KindAddPeer
+	KindUpdatePeer
+	KindDeletePeer
+	KindSetPolicy
+	KindDeletePolicy
+	KindAddRoute
+	KindDeleteRoute
+)
+
+var kindNames = [...]string{
+	KindStartServer: "start-server", KindRestartServer: "restart-server", KindStopServer: "stop-server",
+	KindWatchSecret: "watch-secret", KindUnwatchSecret: "unwatch-secret",
+	KindAddPeer: "add-peer", KindUpdatePeer: "update-peer", KindDeletePeer: "delete-peer",
+	KindSetPolicy: "set-policy", KindDeletePolicy: "delete-policy",
+	KindAddRoute: "add-route", KindDeleteRoute: "delete-route",
+}
+
+// Kinds lists every kind, in declaration order.
+func Kinds() []Kind {
+	out := make([]Kind, 0, len(kindNames)-1)
+	for k := KindStartServer; int(k) < len(kindNames); k++ {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (k Kind) String() string {
+	if k == 0 || int(k) >= len(kindNames) {
+		return fmt.Sprintf("kind(%d)", uint8(k))
+	}
+	return kindNames[k]
+}
+
+// MarshalText writes the kind's name, so JSON and YAML show "add-peer".
+func (k Kind) MarshalText() ([]byte, error) {
+	if k == 0 || int(k) >= len(kindNames) {
+		return nil, fmt.Errorf("unknown effect kind %d", uint8(k))
+	}
+	return []byte(kindNames[k]), nil
+}
+
+// UnmarshalText reads a kind's name; an unknown name is an error.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for _, c := range Kinds() {
+		if kindNames[c] == string(b) {
+			*k = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown effect kind %q", b)
+}
+
+// Speaker reports whether the GoBGP executor carries out the kind (VPP
+// carries out routes; the watch layer, secret watches).
+func (k Kind) Speaker() bool {
+	return k != KindAddRoute && k != KindDeleteRoute && k != KindWatchSecret && k != KindUnwatchSecret
+}
+
+// Peer reports whether the kind's result is a PeerApplied or
+// PeerApplyFailed for its address and generation: the neighbor's own
+// speaker calls (peer and policy), not the server's.
+func (k Kind) Peer() bool { return k >= KindAddPeer && k <= KindDeletePolicy }
+
+// Ref is what an effect is for: its kind, the neighbor address (zero for
+// server and secret-watch effects) and the generation its result must
+// carry (zero where there is none). One method on every effect gives it,
+// so callers never switch on the effect types to find them.
+type Ref struct {
+	Kind Kind
+	Addr netip.Addr
+	Gen  uint64
+}
+
+func (StartServer) Ref() Ref    { return Ref{Kind: KindStartServer} }
+func (RestartServer) Ref() Ref  { return Ref{Kind: KindRestartServer} }
+func (StopServer) Ref() Ref     { return Ref{Kind: KindStopServer} }
+func (WatchSecret) Ref() Ref    { return Ref{Kind: KindWatchSecret} }
+func (UnwatchSecret) Ref() Ref  { return Ref{Kind: KindUnwatchSecret} }
+func (e AddPeer) Ref() Ref      { return Ref{KindAddPeer, e.Neighbor.Address, e.Gen} }
+func (e UpdatePeer) Ref() Ref   { return Ref{KindUpdatePeer, e.New.Address, e.Gen} }
+func (e DeletePeer) Ref() Ref   { return Ref{KindDeletePeer, e.Addr, e.Gen} }
+func (e SetPolicy) Ref() Ref    { return Ref{KindSetPolicy, e.Addr, e.Gen} }
+func (e DeletePolicy) Ref() Ref { return Ref{KindDeletePolicy, e.Addr, e.Gen} }
+func (e AddRoute) Ref() Ref     { return Ref{KindAddRoute, e.Dst.Addr(), e.Gen} }
+func (e DeleteRoute) Ref() Ref  { return Ref{KindDeleteRoute, e.Dst.Addr(), e.Gen} }
