@@ -84,7 +84,7 @@ func TestVPPErrorsAreRetriedUntilApplied(t *testing.T) {
 			sawFailed = true
 		}
 		s, ok := l.State().Out.Sessions.Get(state.AddrKey(mustAddr("10.0.0.9")))
-		return ok && s.Route == "applied"
+		return ok && s.Route == state.RouteStateApplied
 	})
 	if !sawFailed {
 		t.Error("/state never showed the failed route with VPP's error")

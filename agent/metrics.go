@@ -77,8 +77,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.current()
-	phases := map[string]float64{}
-	for _, p := range []string{state.PhaseWaiting, state.PhaseConfiguring, state.PhaseConfigured,
+	phases := map[state.Phase]float64{}
+	for _, p := range []state.Phase{state.PhaseWaiting, state.PhaseConfiguring, state.PhaseConfigured,
 		state.PhaseEstablished, state.PhaseUpdating, state.PhaseDeleting, state.PhaseFailed} {
 		phases[p] = 0
 	}
@@ -89,7 +89,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		return true
 	})
 	for p, v := range phases {
-		ch <- prometheus.MustNewConstMetric(neighborsDesc, prometheus.GaugeValue, v, p)
+		ch <- prometheus.MustNewConstMetric(neighborsDesc, prometheus.GaugeValue, v, p.String())
 	}
 	ch <- prometheus.MustNewConstMetric(flapsDesc, prometheus.GaugeValue, float64(flaps))
 	ch <- prometheus.MustNewConstMetric(neighborsSum, prometheus.GaugeValue, float64(s.Out.Neighbors.Len()))

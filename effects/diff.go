@@ -103,8 +103,8 @@ func addrEffects(pn, nn *state.Neighbor, ps, ns *state.Session) []Effect {
 		if old != cur { // one neighbor value: nothing changed (Classify formats every field)
 			out = change(old, cur, gen)
 		}
-		if ps != nil && ns != nil && ps.Gen != ns.Gen && (ps.Route == "failed" || ps.Route == "pending") &&
-			ns.Route == "pending" && old.ReachableBy == cur.ReachableBy {
+		if ps != nil && ns != nil && ps.Gen != ns.Gen && (ps.Route == state.RouteStateFailed || ps.Route == state.RouteStatePending) &&
+			ns.Route == state.RouteStatePending && old.ReachableBy == cur.ReachableBy {
 			// A failed route, or one whose result is still due (it would come
 			// for the old generation and be dropped as stale), is re-issued
 			// under the new generation.
@@ -217,7 +217,7 @@ func retry(n *state.Neighbor, s *state.Session) []Effect {
 			out = append(out, UpdatePeer{Old: s.Applied, New: n, Gen: s.Gen})
 		}
 	}
-	if s.Route == "failed" && n != nil && n.ReachableBy.IsValid() {
+	if s.Route == state.RouteStateFailed && n != nil && n.ReachableBy.IsValid() {
 		out = append(out, AddRoute{Dst: hostRoute(n.Address), Via: n.ReachableBy, Gen: s.Gen})
 	}
 	return out

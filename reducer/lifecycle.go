@@ -29,30 +29,40 @@ const (
 
 // Lifecycle is the session lifecycle table of docs/semantics.md §6.
 var Lifecycle = fsm.Events{
-	{Name: evHold, Src: []string{pNew, pConfiguring, pUpdating, pFail, pDeleting}, Dst: pWaiting},
-	{Name: evConfigure, Src: []string{pNew, pWaiting, pFail, pDeleting, pConfiguring, pConfigured, pEstablished, pUpdating}, Dst: pConfiguring},
-	{Name: evUpdate, Src: []string{pConfigured, pEstablished, pUpdating, pConfiguring, pFail}, Dst: pUpdating},
-	{Name: evApplied, Src: []string{pConfiguring, pUpdating, pFail}, Dst: pConfigured},
-	{Name: evFail, Src: []string{pConfiguring, pUpdating, pDeleting, pFail, pWaiting}, Dst: pFail},
-	{Name: evUp, Src: []string{pConfigured}, Dst: pEstablished},
-	{Name: evDown, Src: []string{pEstablished}, Dst: pConfigured},
-	{Name: evDelete, Src: []string{pWaiting, pConfiguring, pConfigured, pEstablished, pUpdating, pFail}, Dst: pDeleting},
+	on(evHold, pWaiting, pNew, pConfiguring, pUpdating, pFail, pDeleting),
+	on(evConfigure, pConfiguring, pNew, pWaiting, pFail, pDeleting, pConfiguring, pConfigured, pEstablished, pUpdating),
+	on(evUpdate, pUpdating, pConfigured, pEstablished, pUpdating, pConfiguring, pFail),
+	on(evApplied, pConfigured, pConfiguring, pUpdating, pFail),
+	on(evFail, pFail, pConfiguring, pUpdating, pDeleting, pFail, pWaiting),
+	on(evUp, pEstablished, pConfigured),
+	on(evDown, pConfigured, pEstablished),
+	on(evDelete, pDeleting, pWaiting, pConfiguring, pConfigured, pEstablished, pUpdating, pFail),
+}
+
+// on is one row of the table: ev moves a session in any phase of from to
+// phase to. looplab/fsm speaks strings; the State speaks state.Phase.
+func on(ev string, to state.Phase, from ...state.Phase) fsm.EventDesc {
+	src := make([]string, len(from))
+	for i, p := range from {
+		src[i] = string(p)
+	}
+	return fsm.EventDesc{Name: ev, Src: src, Dst: string(to)}
 }
 
 // machines recycles looplab FSMs: an FSM is mutable, a phase is data, so
 // each step borrows one, sets it to the session's phase and fires.
-var machines = sync.Pool{New: func() any { return fsm.NewFSM(pNew, Lifecycle, nil) }}
+var machines = sync.Pool{New: func() any { return fsm.NewFSM(string(pNew), Lifecycle, nil) }}
 
 // fire returns the phase after ev, and false when the table has no such
 // transition from phase (the event is then ignored).
-func fire(phase, ev string) (string, bool) {
+func fire(phase state.Phase, ev string) (state.Phase, bool) {
 	m := machines.Get().(*fsm.FSM)
 	defer machines.Put(m)
-	m.SetState(phase)
+	m.SetState(string(phase))
 	err := m.Event(context.Background(), ev)
 	switch err.(type) {
 	case nil:
-		return m.Current(), true
+		return state.Phase(m.Current()), true
 	case fsm.NoTransitionError:
 		return phase, true
 	}
@@ -61,7 +71,7 @@ func fire(phase, ev string) (string, bool) {
 
 // Mermaid renders the lifecycle table as a mermaid state diagram.
 func Mermaid() (string, error) {
-	return fsm.VisualizeWithType(fsm.NewFSM(pNew, Lifecycle, nil), fsm.MERMAID)
+	return fsm.VisualizeWithType(fsm.NewFSM(string(pNew), Lifecycle, nil), fsm.MERMAID)
 }
 
 func (t *tx) session(k string, a *state.Neighbor) *state.Session {
@@ -103,17 +113,17 @@ func (t *tx) step(k string, old, n *state.Neighbor) {
 }
 
 // routeState: a route is pending whenever the VPP route it needs changes.
-func routeState(cur string, old, n *state.Neighbor) string {
+func routeState(cur state.RouteState, old, n *state.Neighbor) state.RouteState {
 	if old.Active() && n.Active() && old.ReachableBy == n.ReachableBy {
-		if cur == "failed" {
-			return "pending" // Diff re-issues it under the new generation
+		if cur == state.RouteStateFailed {
+			return state.RouteStatePending // Diff re-issues it under the new generation
 		}
 		return cur
 	}
 	if !n.Active() || !n.ReachableBy.IsValid() {
-		return ""
+		return state.RouteStateNone
 	}
-	return "pending"
+	return state.RouteStatePending
 }
 
 func (t *tx) move(s *state.Session, ev string) {

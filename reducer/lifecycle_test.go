@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/peeragent/peeragent/state"
 )
 
 var updateLifecycle = flag.Bool("update", false, "rewrite testdata/lifecycle.mmd")
@@ -34,8 +36,11 @@ func TestLifecycleMermaid(t *testing.T) {
 
 func TestLifecycleTransitions(t *testing.T) {
 	cases := []struct {
-		name, from, ev, want string
-		ok                   bool
+		name string
+		from state.Phase
+		ev   string
+		want state.Phase
+		ok   bool
 	}{
 		{"new-configure", pNew, evConfigure, pConfiguring, true},
 		{"new-hold", pNew, evHold, pWaiting, true},

@@ -31,16 +31,16 @@ func reduceResult(s state.State, a state.Action) state.State {
 			break
 		}
 		t.current(a.Address, a.Gen, func(k string, x *state.Session) {
-			if x.Phase == pFail || x.Route == "failed" {
+			if x.Phase == pFail || x.Route == state.RouteStateFailed {
 				x.Retry++
 				t.putSession(k, x)
 			}
 		})
 	case state.RouteApplied:
 		t.current(a.Address, a.Gen, func(k string, x *state.Session) {
-			x.Route = "applied"
+			x.Route = state.RouteStateApplied
 			if a.Skipped {
-				x.Route = "skipped"
+				x.Route = state.RouteStateSkipped
 			}
 			if x.Phase != pFail { // the route's failure is over; a peer failure is not
 				x.Attempts, x.LastError = 0, ""
@@ -49,7 +49,7 @@ func reduceResult(s state.State, a state.Action) state.State {
 		})
 	case state.RouteApplyFailed:
 		t.current(a.Address, a.Gen, func(k string, x *state.Session) {
-			x.Route, x.LastError = "failed", a.Error
+			x.Route, x.LastError = state.RouteStateFailed, a.Error
 			x.Attempts++
 			t.putSession(k, x)
 		})

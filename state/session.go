@@ -5,18 +5,50 @@ import (
 	"time"
 )
 
-// Lifecycle phases of a neighbor (docs/semantics.md §6). The transition table
-// lives in the reducer; the phase itself is data here.
+// Phase is where a neighbor's session is in its lifecycle
+// (docs/semantics.md §6). The transition table lives in the reducer; the
+// phase itself is data here. Its JSON form is the string itself.
+type Phase string
+
+// The lifecycle phases.
 const (
-	PhaseNew         = "new"
-	PhaseWaiting     = "waiting"
-	PhaseConfiguring = "configuring"
-	PhaseConfigured  = "configured"
-	PhaseEstablished = "established"
-	PhaseUpdating    = "updating"
-	PhaseDeleting    = "deleting"
-	PhaseFailed      = "failed"
+	PhaseNew         Phase = "new"
+	PhaseWaiting     Phase = "waiting"
+	PhaseConfiguring Phase = "configuring"
+	PhaseConfigured  Phase = "configured"
+	PhaseEstablished Phase = "established"
+	PhaseUpdating    Phase = "updating"
+	PhaseDeleting    Phase = "deleting"
+	PhaseFailed      Phase = "failed"
 )
+
+// Phases lists every phase, in lifecycle order.
+func Phases() []Phase {
+	return []Phase{PhaseNew, PhaseWaiting, PhaseConfiguring, PhaseConfigured, PhaseEstablished,
+		PhaseUpdating, PhaseDeleting, PhaseFailed}
+}
+
+func (p Phase) String() string { return string(p) }
+
+// RouteState is where a neighbor's VPP route (its reachableBy host route)
+// stands. Its JSON form is the string itself; RouteStateNone is left out.
+type RouteState string
+
+// The route states.
+const (
+	RouteStateNone    RouteState = ""        // the neighbor needs no route
+	RouteStatePending RouteState = "pending" // the route changed: an effect for it is due
+	RouteStateApplied RouteState = "applied" // VPP confirmed the current generation
+	RouteStateSkipped RouteState = "skipped" // no VPP executor: nothing was installed
+	RouteStateFailed  RouteState = "failed"  // VPP refused it; a retry re-issues it
+)
+
+// RouteStates lists every route state.
+func RouteStates() []RouteState {
+	return []RouteState{RouteStateNone, RouteStatePending, RouteStateApplied, RouteStateSkipped, RouteStateFailed}
+}
+
+func (r RouteState) String() string { return string(r) }
 
 // Pending operations of a session: what the last effect for it asked.
 const (
@@ -29,7 +61,7 @@ const (
 // outlives its Neighbor while a DeletePeer is pending or failing.
 type Session struct {
 	Address netip.Addr `json:"address"`
-	Phase   string     `json:"phase"`
+	Phase   Phase      `json:"phase"`
 	Since   time.Time  `json:"since,omitzero"`
 	// BGP is the speaker's last reported session state (idle, connect,
 	// active, opensent, openconfirm, established), "" before any report.
@@ -47,8 +79,8 @@ type Session struct {
 	Retry uint64 `json:"retry,omitempty"`
 	// Applied is the last config the speaker confirmed (nil before any).
 	Applied *Neighbor `json:"-"`
-	// Route is the VPP route state: "", "pending", "applied", "skipped" or "failed".
-	Route string `json:"route,omitempty"`
+	// Route is the VPP route state.
+	Route RouteState `json:"route,omitempty"`
 }
 
 // Problem is bad input or an unmet dependency, named by its object

@@ -64,7 +64,7 @@ func WriteStatus(w io.Writer, d statusDump, now time.Time) {
 	for _, n := range d.Neighbors {
 		phase, bgp, since, flaps, down := "-", "-", "-", 0, "-"
 		if s := sessions[n.Address]; s != nil {
-			phase, flaps, bgp = s.Phase, s.Flaps, orDash(s.BGP)
+			phase, flaps, bgp = s.Phase.String(), s.Flaps, orDash(s.BGP)
 			if !s.Since.IsZero() {
 				since = now.Sub(s.Since).Round(time.Second).String()
 			}
