@@ -66,12 +66,12 @@ func (t *tx) sourceKeys(prefix string) []string {
 		keys = append(keys, k)
 		return true
 	})
-	sp := "src/" + prefix
+	sp := sourceBucket(prefix)
 	t.s.Out.Problems.RangeFrom(sp, func(k string, _ []state.Problem) bool {
 		if !strings.HasPrefix(k, sp) {
 			return false
 		}
-		keys = append(keys, strings.TrimPrefix(k, "src/"))
+		keys = append(keys, strings.TrimPrefix(k, srcBucket))
 		return true
 	})
 	slices.Sort(keys)
@@ -80,7 +80,7 @@ func (t *tx) sourceKeys(prefix string) []string {
 
 func (t *tx) setSource(key string, o output) {
 	idx := &t.s.Index
-	t.setProblems("src/"+key, o.probs)
+	t.setProblems(sourceBucket(key), o.probs)
 	old, had := idx.Sources.Get(key)
 	if slices.Equal(old, o.cands) {
 		return
@@ -170,7 +170,7 @@ func (t *tx) rederiveAll() {
 	idx.SelPeers, idx.RevPeers = keepIfEqual(idx.SelPeers, sel), keepIfEqual(idx.RevPeers, rev)
 	if l := t.local(); l != nil {
 		t.s.Inputs.Nodes.Range(func(name string, m *state.NodeEntry) bool {
-			put(out, "m/"+name, t.mesh(l, m))
+			put(out, meshSource(name), t.mesh(l, m))
 			return true
 		})
 	}

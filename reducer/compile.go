@@ -14,7 +14,7 @@ import (
 // evaluates. Every reason it is unusable becomes a problem on the peer.
 func compilePeer(p *state.BGPPeer) (*state.PeerEntry, []state.Problem) {
 	e := &state.PeerEntry{Spec: p}
-	obj := "bgppeer/" + p.Name
+	obj := bgpPeerObject(p.Name)
 	var probs []state.Problem
 	bad := func(format string, args ...any) {
 		probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf(format, args...)})
@@ -134,7 +134,7 @@ func compileNode(n *state.Node) (*state.NodeEntry, []state.Problem) {
 	e := &state.NodeEntry{Spec: n, ClusterID: n.RRClusterID}
 	var probs []state.Problem
 	bad := func(format string, args ...any) {
-		probs = append(probs, state.Problem{Object: "node/" + n.Name, Reason: fmt.Sprintf(format, args...)})
+		probs = append(probs, state.Problem{Object: nodeObject(n.Name), Reason: fmt.Sprintf(format, args...)})
 	}
 	e.V4 = parseNodeAddr(n.IPv4Address, true, "projectcalico.org/IPv4Address", bad)
 	e.V6 = parseNodeAddr(n.IPv6Address, false, "projectcalico.org/IPv6Address", bad)

@@ -16,7 +16,7 @@ func (t *tx) upsertPeer(p *state.BGPPeer) {
 	}
 	e, probs := compilePeer(p)
 	in.Peers = in.Peers.Set(p.Name, e)
-	t.setProblems("peer/"+p.Name, probs)
+	t.setProblems(peerBucket(p.Name), probs)
 	t.refreshPeer(p.Name)
 }
 
@@ -26,7 +26,7 @@ func (t *tx) deletePeer(name string) {
 		return
 	}
 	in.Peers = in.Peers.Delete(name)
-	t.setProblems("peer/"+name, nil)
+	t.setProblems(peerBucket(name), nil)
 	t.refreshPeer(name)
 }
 
@@ -38,7 +38,7 @@ func (t *tx) upsertNode(n *state.Node) {
 	}
 	e, probs := compileNode(n)
 	in.Nodes = in.Nodes.Set(n.Name, e)
-	t.setProblems("node/"+n.Name, probs)
+	t.setProblems(nodeBucket(n.Name), probs)
 	t.nodeChanged(n.Name, old, e)
 }
 
@@ -49,7 +49,7 @@ func (t *tx) deleteNode(name string) {
 		return
 	}
 	in.Nodes = in.Nodes.Delete(name)
-	t.setProblems("node/"+name, nil)
+	t.setProblems(nodeBucket(name), nil)
 	t.nodeChanged(name, old, nil)
 }
 
@@ -108,14 +108,14 @@ func (t *tx) reindexAddrs(name string, old, cur *state.NodeEntry) {
 	if old != nil {
 		for _, a := range old.Addrs() {
 			k := state.AddrKey(a)
-			idx.NodeByAddr = idx.NodeByAddr.Delete(k + "/" + name)
+			idx.NodeByAddr = idx.NodeByAddr.Delete(nodeAddrKey(k, name))
 			t.markDirty(k)
 		}
 	}
 	if cur != nil {
 		for _, a := range cur.Addrs() {
 			k := state.AddrKey(a)
-			idx.NodeByAddr = idx.NodeByAddr.Set(k+"/"+name, name)
+			idx.NodeByAddr = idx.NodeByAddr.Set(nodeAddrKey(k, name), name)
 			t.markDirty(k)
 		}
 	}
@@ -141,7 +141,7 @@ func (t *tx) upsertConfig(c *state.BGPConfiguration) {
 		return
 	}
 	in.Configs = in.Configs.Set(c.Name, c)
-	t.setProblems("config/"+c.Name, validateConfig(c))
+	t.setProblems(configBucket(c.Name), validateConfig(c))
 	t.configChanged(c.Name, old, c)
 }
 
@@ -152,7 +152,7 @@ func (t *tx) deleteConfig(name string) {
 		return
 	}
 	in.Configs = in.Configs.Delete(name)
-	t.setProblems("config/"+name, nil)
+	t.setProblems(configBucket(name), nil)
 	t.configChanged(name, old, nil)
 }
 
@@ -182,7 +182,7 @@ func (t *tx) configChanged(name string, old, cur *state.BGPConfiguration) {
 func validateConfig(c *state.BGPConfiguration) []state.Problem {
 	var probs []state.Problem
 	bad := func(format string, args ...any) {
-		probs = append(probs, state.Problem{Object: "bgpconfiguration/" + c.Name, Reason: fmt.Sprintf(format, args...)})
+		probs = append(probs, state.Problem{Object: configObject(c.Name), Reason: fmt.Sprintf(format, args...)})
 	}
 	if c.ListenPort < 0 || c.ListenPort > 65535 {
 		bad("listenPort %d out of range 1-65535", c.ListenPort)

@@ -19,7 +19,7 @@ func (t *tx) resolve(k string) {
 		n, probs = t.build(k, cands[0])
 		probs = append(probs, conflicts(cands)...)
 	}
-	t.setProblems("addr/"+k, probs)
+	t.setProblems(addrBucket(k), probs)
 	t.updateDeps(k, old, n)
 	if n.Equal(old) {
 		n = old
@@ -52,7 +52,7 @@ func origin(c state.Candidate) string {
 	case state.ClassReverse:
 		return "reverse/" + c.Peer
 	}
-	return "bgppeer/" + c.Peer
+	return bgpPeerObject(c.Peer)
 }
 
 // conflicts reports the losers at one address that deserve a word: another
@@ -65,13 +65,13 @@ func conflicts(cands []state.Candidate) []state.Problem {
 		var p state.Problem
 		switch {
 		case c.Peer != "" && c.Peer != w.Peer:
-			p = state.Problem{Object: "bgppeer/" + c.Peer, Reason: fmt.Sprintf(
+			p = state.Problem{Object: bgpPeerObject(c.Peer), Reason: fmt.Sprintf(
 				"neighbor %s is also wanted by %s, which takes precedence", c.Addr, origin(w))}
 		case c.Peer == "" && w.Peer != "":
 			p = state.Problem{Object: "mesh", Reason: fmt.Sprintf(
 				"neighbor %s (node %s) is configured by %s instead of the mesh", c.Addr, c.Node, origin(w))}
 		case c.Peer == "" && c.Node != w.Node:
-			p = state.Problem{Object: "node/" + c.Node, Reason: fmt.Sprintf(
+			p = state.Problem{Object: nodeObject(c.Node), Reason: fmt.Sprintf(
 				"address %s is also node %s's; the mesh peers with it once", c.Addr, w.Node)}
 		default:
 			continue
@@ -129,7 +129,7 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 	if pr := t.password(k, n, ref); pr != nil {
 		pr.Object = n.Origin
 		if c.Class == state.ClassReverse {
-			pr.Object = "bgppeer/" + c.Peer
+			pr.Object = bgpPeerObject(c.Peer)
 		}
 		probs = append(probs, *pr)
 	}

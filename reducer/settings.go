@@ -45,7 +45,7 @@ func (t *tx) families(v6 bool) []string {
 // out whole and reported on the BGPPeer.
 func (t *tx) policy(n *state.Neighbor, p *state.PeerEntry) []state.Problem {
 	var probs []state.Problem
-	obj := "bgppeer/" + p.Spec.Name
+	obj := bgpPeerObject(p.Spec.Name)
 	for _, name := range p.Spec.Filters {
 		n.Filters = append(n.Filters, name)
 		f, ok := t.s.Inputs.Filters.Get(name)

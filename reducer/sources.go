@@ -82,18 +82,18 @@ func (t *tx) peerSources(name string) (out map[string]output, sel, rev bool) {
 		if p.PeerSel != nil {
 			sel = true
 			t.s.Inputs.Nodes.Range(func(m string, n *state.NodeEntry) bool {
-				put(out, "p/"+name+"/f/"+m, t.forwardSel(p, l, n))
+				put(out, forwardSource(name, m), t.forwardSel(p, l, n))
 				return true
 			})
 		} else {
-			k := "p/" + name + "/ip"
+			k := peerIPSource(name)
 			out[k] = t.forwardIP(p, l, k)
 		}
 	}
 	if v4, v6 := t.reverseOf(p, l); v4 || v6 {
 		rev = true
 		t.s.Inputs.Nodes.Range(func(m string, n *state.NodeEntry) bool {
-			put(out, "p/"+name+"/r/"+m, t.reverse(p, l, n))
+			put(out, reverseSource(name, m), t.reverse(p, l, n))
 			return true
 		})
 	}
@@ -111,7 +111,7 @@ func (t *tx) forwardSel(p *state.PeerEntry, l, m *state.NodeEntry) output {
 		return output{}
 	}
 	c := state.Candidate{Class: peerClass(p), Peer: p.Spec.Name, Node: m.Spec.Name,
-		Source: "p/" + p.Spec.Name + "/f/" + m.Spec.Name}
+		Source: forwardSource(p.Spec.Name, m.Spec.Name)}
 	return output{cands: t.nodeCands(l, m, true, true, c)}
 }
 
@@ -124,7 +124,7 @@ func (t *tx) forwardIP(p *state.PeerEntry, l *state.NodeEntry, key string) outpu
 		if p.IP.Is6() {
 			fam = "IPv6"
 		}
-		return output{probs: []state.Problem{{Object: "bgppeer/" + p.Spec.Name,
+		return output{probs: []state.Problem{{Object: bgpPeerObject(p.Spec.Name),
 			Reason: fmt.Sprintf("peerIP %s skipped on node %s: the node has no %s address", p.IP, t.s.Node, fam)}}}
 	}
 	return output{cands: []state.Candidate{{Addr: p.IP, Class: peerClass(p), Peer: p.Spec.Name, Source: key}}}
@@ -136,7 +136,7 @@ func (t *tx) reverse(p *state.PeerEntry, l, m *state.NodeEntry) output {
 	}
 	v4, v6 := t.reverseOf(p, l)
 	c := state.Candidate{Class: state.ClassReverse, Peer: p.Spec.Name, Node: m.Spec.Name,
-		Source: "p/" + p.Spec.Name + "/r/" + m.Spec.Name}
+		Source: reverseSource(p.Spec.Name, m.Spec.Name)}
 	return output{cands: t.nodeCands(l, m, v4, v6, c)}
 }
 
@@ -144,7 +144,7 @@ func (t *tx) mesh(l, m *state.NodeEntry) output {
 	if m.Spec.Name == t.s.Node || !t.meshEnabled() || l.ClusterID != "" || m.ClusterID != "" {
 		return output{}
 	}
-	c := state.Candidate{Class: state.ClassMesh, Node: m.Spec.Name, Source: "m/" + m.Spec.Name}
+	c := state.Candidate{Class: state.ClassMesh, Node: m.Spec.Name, Source: meshSource(m.Spec.Name)}
 	return output{cands: t.nodeCands(l, m, true, true, c)}
 }
 
@@ -157,7 +157,7 @@ func (t *tx) refreshPeer(name string) {
 	idx := &t.s.Index
 	idx.SelPeers = setMember(idx.SelPeers, name, sel)
 	idx.RevPeers = setMember(idx.RevPeers, name, rev)
-	t.applySources(t.sourceKeys("p/"+name+"/"), out, true)
+	t.applySources(t.sourceKeys(peerSources(name)), out, true)
 }
 
 // refreshNode recomputes the sources another node takes part in: its mesh
@@ -167,14 +167,14 @@ func (t *tx) refreshNode(name string) {
 		return
 	}
 	out := map[string]output{}
-	old := []string{"m/" + name}
+	old := []string{meshSource(name)}
 	l := t.local()
 	m, ok := t.s.Inputs.Nodes.Get(name)
 	if ok && l != nil {
-		put(out, "m/"+name, t.mesh(l, m))
+		put(out, meshSource(name), t.mesh(l, m))
 	}
 	t.s.Index.SelPeers.Range(func(p string, _ struct{}) bool {
-		k := "p/" + p + "/f/" + name
+		k := forwardSource(p, name)
 		old = append(old, k)
 		if pe, _ := t.s.Inputs.Peers.Get(p); ok && l != nil {
 			put(out, k, t.forwardSel(pe, l, m))
@@ -182,7 +182,7 @@ func (t *tx) refreshNode(name string) {
 		return true
 	})
 	t.s.Index.RevPeers.Range(func(p string, _ struct{}) bool {
-		k := "p/" + p + "/r/" + name
+		k := reverseSource(p, name)
 		old = append(old, k)
 		if pe, _ := t.s.Inputs.Peers.Get(p); ok && l != nil {
 			put(out, k, t.reverse(pe, l, m))
