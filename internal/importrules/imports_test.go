@@ -49,3 +49,20 @@ func TestSelectorIsStdlibOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestProductionImportsNoTestRig: test rigs (internal/testrig) and developer
+// tools (tools/) are for tests and people; nothing the binary is built from
+// may import them.
+func TestProductionImportsNoTestRig(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/cmd/peeragent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, d := range strings.Fields(string(out)) {
+		for _, f := range []string{"github.com/peeragent/peeragent/internal/testrig", "github.com/peeragent/peeragent/tools/"} {
+			if strings.HasPrefix(d, f) {
+				t.Errorf("the agent binary depends on %s", d)
+			}
+		}
+	}
+}
