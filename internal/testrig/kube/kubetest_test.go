@@ -42,7 +42,7 @@ func TestCluster(t *testing.T) {
 	c.InstallCRDs(t, "testdata/crds")
 	widgets := widgetClient(t, c.RESTConfig())
 	w := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kube.peeragent.io/v1", "kind": "Widget",
+		"apiVersion": "kubetest.peeragent.io/v1", "kind": "Widget",
 		"metadata": map[string]any{"name": "w1"}, "spec": map[string]any{"size": int64(3)},
 	}}
 	if _, err := widgets.Create(ctx, w, metav1.CreateOptions{}); err != nil {
@@ -106,7 +106,7 @@ func widgetClient(t *testing.T, cfg *rest.Config) dynamic.ResourceInterface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gvr := schema.GroupVersionResource{Group: "kube.peeragent.io", Version: "v1", Resource: "widgets"}
+	gvr := schema.GroupVersionResource{Group: "kubetest.peeragent.io", Version: "v1", Resource: "widgets"}
 	return dyn.Resource(gvr).Namespace("kt")
 }
 
