@@ -1,5 +1,5 @@
 // Package gobgp is the executor of speaker effects on an embedded GoBGP
-// (github.com/osrg/gobgp/v3, pkg/server) server. It is the only code in
+// (github.com/osrg/gobgp/v4, pkg/server) server. It is the only code in
 // peeragent that talks to GoBGP.
 //
 // Contract:
