@@ -11,7 +11,7 @@ import (
 
 // globalTable names GoBGP's global RIB in policy assignments.
 //
-// Why global: GoBGP v3 consults per-peer import/export policies only for
+// Why global: GoBGP (v3, and v4 still: toPolicyInfo) consults per-peer import/export policies only for
 // route-server clients (other peers use the global table, and
 // SetPolicyAssignment refuses them). So each neighbor's policy is a global
 // policy whose every statement is guarded by a neighbor set holding just
