@@ -2,11 +2,20 @@
 GO ?= go
 export GOFLAGS ?= -mod=mod
 
-.PHONY: test deps apiserver vet fmt-check bench fuzz golden-update build demo
+.PHONY: test deps apiserver vet fmt-check bench fuzz golden-update build image demo
 
-## test: what CI runs: formatting, vet, and every test with the race detector
+## VERSION: the agent's version, linked into the binary (peeragent version) and the image's
+## tag: the nearest v* tag (git describe), else the commit; override: make image VERSION=v0.1.0
+VERSION ?= $(shell git describe --tags --match 'v*' --always --dirty 2>/dev/null || echo devel)
+VERSION_LDFLAGS = -X github.com/peeragent/peeragent/internal/buildinfo.version=$(VERSION)
+IMAGE ?= ghcr.io/peeragent/peeragent
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+
+## test: what CI runs: formatting, vet, and every test with the race detector (also the
+## image builder's, a module of its own in tools/image, whose test builds and runs the image)
 test: deps apiserver fmt-check vet
 	$(GO) test -race -count=1 ./...
+	$(GO) -C tools/image test -race -count=1 ./...
 
 ## deps: install the real peers the interop tests run (Debian packages), when missing and
 ## the machine allows it (root and apt-get); never fails: tests then skip, or fail under CI=true
@@ -34,7 +43,14 @@ apiserver:
 
 ## build: the agent binary, ./peeragent
 build:
-	$(GO) build -o peeragent ./cmd/peeragent
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o peeragent ./cmd/peeragent
+
+## image: the agent's image, peeragent-$(VERSION)-$(IMAGE_ARCH).tar, tagged $(IMAGE):$(VERSION):
+## a static binary (CGO_ENABLED=0, -trimpath) on an empty base, built without a container
+## daemon (tools/image); load it with docker load -i, ctr image import or podman load
+image:
+	$(GO) -C tools/image run . -repo $(CURDIR) -version $(VERSION) -image $(IMAGE) \
+	  -arch $(IMAGE_ARCH) -o $(CURDIR)/peeragent-$(VERSION)-$(IMAGE_ARCH).tar
 
 ## demo: two agents from examples/lab on 127.0.0.1 and 127.0.0.2 until Established
 demo:
@@ -42,6 +58,7 @@ demo:
 
 vet:
 	$(GO) vet ./...
+	$(GO) -C tools/image vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

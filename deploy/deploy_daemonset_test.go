@@ -142,6 +142,13 @@ func paramNames(fn *ast.FuncDecl) []string {
 
 var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 
+// versionedImage is the agent's image at a release version.
+var versionedImage = regexp.MustCompile(`^ghcr\.io/peeragent/peeragent:v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+
+// metricsPort is the planned --metrics-addr default (:9189), which the
+// scrape annotations and the PodMonitor name.
+const metricsPort = "9189"
+
 func TestDaemonSet(t *testing.T) {
 	ms := loadManifests(t)
 	ds := only[*appsv1.DaemonSet](t, ms)
@@ -172,8 +179,9 @@ func TestDaemonSet(t *testing.T) {
 		check func() error
 	}{
 		{"runs-peeragent-run", func() error {
-			if !slices.Equal(c.Command, []string{"peeragent"}) || len(c.Args) == 0 || c.Args[0] != "run" {
-				return fmt.Errorf("command %q args %q, want peeragent run ...", c.Command, c.Args)
+			// /peeragent is where tools/image puts the binary.
+			if !slices.Equal(c.Command, []string{"/peeragent"}) || len(c.Args) == 0 || c.Args[0] != "run" {
+				return fmt.Errorf("command %q args %q, want /peeragent run ...", c.Command, c.Args)
 			}
 			return nil
 		}},
@@ -190,7 +198,7 @@ func TestDaemonSet(t *testing.T) {
 			var errs []error
 			for name, want := range map[string]string{
 				"node":              "$(NODENAME)",
-				"secrets-namespace": "$(NAMESPACE)",
+				"secrets-namespace": secretsNamespace,
 				"http-addr":         "127.0.0.1:9179",
 			} {
 				if got := args[name]; got != want {
@@ -201,11 +209,16 @@ func TestDaemonSet(t *testing.T) {
 		}},
 		{"env-from-downward-api", func() error {
 			var errs []error
-			for name, path := range map[string]string{"NODENAME": "spec.nodeName", "NAMESPACE": "metadata.namespace"} {
+			for name, path := range map[string]string{"NODENAME": "spec.nodeName"} {
 				e := env[name]
 				if e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != path {
 					errs = append(errs, fmt.Errorf("env %s: %+v, want fieldRef %s", name, e, path))
 				}
+			}
+			// NAMESPACE would be the default of --secrets-namespace: the
+			// pod's namespace is not where the Secrets are.
+			if _, ok := env["NAMESPACE"]; ok {
+				errs = append(errs, errors.New("env NAMESPACE is set: the Secrets are not in the pod's namespace"))
 			}
 			for _, a := range c.Args {
 				for _, m := range envRef.FindAllStringSubmatch(a, -1) {
@@ -283,11 +296,34 @@ func TestDaemonSet(t *testing.T) {
 			}
 			return nil
 		}},
-		{"placeholder-image", func() error {
-			if c.Image != "ghcr.io/peeragent/peeragent:latest" {
-				return fmt.Errorf("image %q", c.Image)
+		{"versioned-image", func() error {
+			// What make image VERSION=vX.Y.Z tags; never :latest.
+			if !versionedImage.MatchString(c.Image) {
+				return fmt.Errorf("image %q, want %s", c.Image, versionedImage)
 			}
 			return nil
+		}},
+		{"rollout-waits-for-ready-pods", func() error {
+			if ds.Spec.MinReadySeconds <= 0 {
+				return fmt.Errorf("minReadySeconds %d, want > 0", ds.Spec.MinReadySeconds)
+			}
+			return nil
+		}},
+		{"prometheus-scrape-annotations", func() error {
+			ann := ds.Spec.Template.Annotations
+			want := map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": metricsPort, "prometheus.io/path": "/metrics"}
+			var errs []error
+			for k, v := range want {
+				if ann[k] != v {
+					errs = append(errs, fmt.Errorf("pod annotation %s=%q, want %q", k, ann[k], v))
+				}
+			}
+			if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool {
+				return p.Name == "metrics" && strconv.Itoa(int(p.ContainerPort)) == metricsPort && p.Protocol == corev1.ProtocolTCP
+			}) {
+				errs = append(errs, fmt.Errorf("ports %+v: no TCP port metrics %s", c.Ports, metricsPort))
+			}
+			return errors.Join(errs...)
 		}},
 	}
 	for _, tc := range cases {
@@ -296,5 +332,40 @@ func TestDaemonSet(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// TestPodMonitor: the optional PodMonitor scrapes the agent's pods on the
+// DaemonSet's metrics port.
+func TestPodMonitor(t *testing.T) {
+	ms := loadManifests(t)
+	ds := only[*appsv1.DaemonSet](t, ms)
+	var pms []*podMonitor
+	for _, m := range ms {
+		if m.pm != nil {
+			pms = append(pms, m.pm)
+		}
+	}
+	if len(pms) != 1 {
+		t.Fatalf("%d PodMonitors, want 1", len(pms))
+	}
+	pm := pms[0]
+	for k, v := range pm.Spec.Selector.MatchLabels {
+		if ds.Spec.Template.Labels[k] != v {
+			t.Errorf("PodMonitor selects %s=%s, the pods have %v", k, v, ds.Spec.Template.Labels)
+		}
+	}
+	if len(pm.Spec.Selector.MatchLabels) == 0 {
+		t.Error("PodMonitor selects every pod")
+	}
+	if len(pm.Spec.PodMetricsEndpoints) != 1 {
+		t.Fatalf("endpoints %+v, want 1", pm.Spec.PodMetricsEndpoints)
+	}
+	e := pm.Spec.PodMetricsEndpoints[0]
+	c := ds.Spec.Template.Spec.Containers[0]
+	if e.Path != "/metrics" || !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool {
+		return p.Name == e.Port && strconv.Itoa(int(p.ContainerPort)) == metricsPort
+	}) {
+		t.Errorf("PodMonitor endpoint %+v, want the container port named for %s, path /metrics", e, metricsPort)
 	}
 }

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, m := range ms {
-				if m.obj == nil && m.crd == nil {
+				if m.obj == nil && m.crd == nil && m.pm == nil {
 					t.Errorf("%s: not decoded", m)
 				}
 				if m.crd != nil {
@@ -97,8 +98,12 @@ spec: {nodeToNodeMeshEnabled: "yes"}`},
 	}
 }
 
-func TestKustomization(t *testing.T) {
-	data, err := os.ReadFile("kustomization.yaml")
+// kustomization reads dir/kustomization.yaml strictly and checks that its
+// resources exist.
+func kustomization(t *testing.T, dir string) []string {
+	t.Helper()
+	path := filepath.Join(dir, "kustomization.yaml")
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,24 +117,30 @@ func TestKustomization(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := strictUnmarshal(j, &k); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
-		t.Errorf("kustomization.yaml is %s %s", k.APIVersion, k.Kind)
+		t.Errorf("%s is %s %s", path, k.APIVersion, k.Kind)
 	}
 	for _, r := range k.Resources {
-		if _, err := os.Stat(r); err != nil {
-			t.Errorf("resource %s: %v", r, err)
+		if _, err := os.Stat(filepath.Join(dir, r)); err != nil {
+			t.Errorf("%s: resource %s: %v", path, r, err)
 		}
 	}
-	// Every top-level manifest is installed, but the examples and the CRDs
-	// (Calico installs its own).
+	return k.Resources
+}
+
+func TestKustomization(t *testing.T) {
+	resources := kustomization(t, ".")
+	// Every top-level manifest is installed, but the examples; nothing in
+	// a subdirectory is: the CRDs (Calico installs its own) and the
+	// PodMonitor (monitoring/, optional).
 	for _, f := range manifestFiles(t) {
 		example := strings.HasPrefix(f, "example-")
-		listed := slices.Contains(k.Resources, f)
+		listed := slices.Contains(resources, f)
 		switch {
 		case strings.Contains(f, "/") && listed:
-			t.Errorf("%s is listed: the CRDs are Calico's to install", f)
+			t.Errorf("%s is listed: the CRDs are Calico's to install, the PodMonitor is optional", f)
 		case strings.Contains(f, "/"):
 		case example && listed:
 			t.Errorf("%s is listed: an example is not installed by default", f)
@@ -139,22 +150,51 @@ func TestKustomization(t *testing.T) {
 	}
 }
 
-func TestNamespacedObjectsAreInTheAgentNamespace(t *testing.T) {
-	ms := loadManifests(t)
-	ns := only[*corev1.Namespace](t, ms)
-	if ns.Name != agentNamespace {
-		t.Errorf("Namespace %q, want %q", ns.Name, agentNamespace)
+// TestMonitoringKustomization: deploy/monitoring is the agent plus the
+// PodMonitor, nothing else.
+func TestMonitoringKustomization(t *testing.T) {
+	got := kustomization(t, "monitoring")
+	if want := []string{"..", "podmonitor.yaml"}; !slices.Equal(got, want) {
+		t.Errorf("monitoring/kustomization.yaml resources %q, want %q", got, want)
 	}
-	namespaced := map[string]bool{"ServiceAccount": true, "Role": true, "RoleBinding": true, "DaemonSet": true, "Secret": true}
-	for _, m := range ms {
-		acc, ok := m.obj.(interface{ GetNamespace() string })
-		if !ok {
-			continue
+}
+
+// TestNoNamespaceTheProjectDoesNotOwn: the only Namespace deploy/ holds is
+// the agent's own, so deleting the kustomization never deletes Calico's.
+func TestNoNamespaceTheProjectDoesNotOwn(t *testing.T) {
+	ms := loadManifests(t)
+	for _, ns := range all[*corev1.Namespace](ms) {
+		if ns.Name != agentNamespace {
+			t.Errorf("Namespace %q: deploy/ may create only its own, %q", ns.Name, agentNamespace)
 		}
-		switch got := acc.GetNamespace(); {
-		case namespaced[m.gvk.Kind] && got != agentNamespace:
-			t.Errorf("%s: namespace %q, want %q", m, got, agentNamespace)
-		case !namespaced[m.gvk.Kind] && got != "":
+	}
+	if ns := only[*corev1.Namespace](t, ms); ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Errorf("Namespace %s labels %v: a hostNetwork pod needs pod-security privileged", ns.Name, ns.Labels)
+	}
+}
+
+func TestNamespacedObjectsAreInTheirNamespaces(t *testing.T) {
+	ms := loadManifests(t)
+	// The agent's objects in its namespace; what touches the password
+	// Secrets in Calico/VPP's.
+	want := map[string]string{"ServiceAccount": agentNamespace, "DaemonSet": agentNamespace, "PodMonitor": agentNamespace,
+		"Role": secretsNamespace, "RoleBinding": secretsNamespace, "Secret": secretsNamespace}
+	for _, m := range ms {
+		var got string
+		switch {
+		case m.pm != nil:
+			got = m.pm.Metadata.Namespace
+		default:
+			acc, ok := m.obj.(interface{ GetNamespace() string })
+			if !ok {
+				continue
+			}
+			got = acc.GetNamespace()
+		}
+		switch ns, namespaced := want[m.gvk.Kind]; {
+		case namespaced && got != ns:
+			t.Errorf("%s: namespace %q, want %q", m, got, ns)
+		case !namespaced && got != "":
 			t.Errorf("%s: cluster-scoped, has namespace %q", m, got)
 		}
 	}
@@ -192,8 +232,8 @@ func TestExampleBGPPeer(t *testing.T) {
 			continue
 		}
 		found = true
-		if s.Namespace != agentNamespace {
-			t.Errorf("Secret %s in %q, want %q (the agent reads no other)", s.Name, s.Namespace, agentNamespace)
+		if s.Namespace != secretsNamespace {
+			t.Errorf("Secret %s in %q, want %q (the agent reads no other)", s.Name, s.Namespace, secretsNamespace)
 		}
 		_, inData := s.Data[ref.Key]
 		_, inString := s.StringData[ref.Key]

@@ -85,7 +85,7 @@ func TestRBACAccess(t *testing.T) {
 	for _, verb := range readVerbs {
 		cases = append(cases,
 			accessCase{kebab(verb, "nodes"), access{verb, "", "nodes", ""}, true},
-			accessCase{kebab(verb, "secrets-in-agent-namespace"), access{verb, "", "secrets", agentNamespace}, true})
+			accessCase{kebab(verb, "secrets-in-secrets-namespace"), access{verb, "", "secrets", secretsNamespace}, true})
 	}
 	cases = append(cases, []accessCase{
 		{"no-create-bgppeers", access{"create", "crd.projectcalico.org", "bgppeers", ""}, false},
@@ -99,9 +99,11 @@ func TestRBACAccess(t *testing.T) {
 		{"no-secrets-cluster-wide", access{"list", "", "secrets", ""}, false},
 		{"no-secrets-in-kube-system", access{"get", "", "secrets", "kube-system"}, false},
 		{"no-secrets-in-default", access{"watch", "", "secrets", "default"}, false},
-		{"no-create-secrets-in-agent-namespace", access{"create", "", "secrets", agentNamespace}, false},
-		{"no-update-secrets-in-agent-namespace", access{"update", "", "secrets", agentNamespace}, false},
-		{"no-configmaps-in-agent-namespace", access{"get", "", "configmaps", agentNamespace}, false},
+		{"no-secrets-in-agent-namespace", access{"get", "", "secrets", agentNamespace}, false},
+		{"no-create-secrets-in-secrets-namespace", access{"create", "", "secrets", secretsNamespace}, false},
+		{"no-update-secrets-in-secrets-namespace", access{"update", "", "secrets", secretsNamespace}, false},
+		{"no-configmaps-in-secrets-namespace", access{"get", "", "configmaps", secretsNamespace}, false},
+		{"no-pods-in-secrets-namespace", access{"list", "", "pods", secretsNamespace}, false},
 		{"no-pods", access{"list", "", "pods", ""}, false},
 	}...)
 	for _, c := range cases {
@@ -142,7 +144,7 @@ func TestRBACShape(t *testing.T) {
 				return fmt.Errorf("%d Roles, want 1", len(roles))
 			}
 			for _, r := range roles {
-				if r.Namespace != agentNamespace {
+				if r.Namespace != secretsNamespace {
 					errs = append(errs, fmt.Errorf("Role %s in namespace %q", r.Name, r.Namespace))
 				}
 				errs = append(errs, readOnly("Role "+r.Name, r.Rules))

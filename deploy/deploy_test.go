@@ -23,16 +23,24 @@ import (
 )
 
 const (
-	// agentNamespace is where the agent runs and reads Secrets
-	// (docs/semantics.md §1, state.DefaultNamespace).
-	agentNamespace = "calico-vpp-dataplane"
-	serviceAccount = "peeragent"
+	// agentNamespace is the agent's own namespace, created by the
+	// kustomization: the DaemonSet and its ServiceAccount.
+	agentNamespace = "peeragent"
+	// secretsNamespace is Calico/VPP's namespace, where the BGP password
+	// Secrets are (docs/semantics.md §1, state.DefaultNamespace):
+	// the agent's --secrets-namespace. deploy/ puts only the Secret Role and
+	// RoleBinding there, never the Namespace itself.
+	secretsNamespace = "calico-vpp-dataplane"
+	serviceAccount   = "peeragent"
 	// agentCommand is the path of the agent's main package, from deploy/.
 	agentCommand = "../cmd/peeragent"
 )
 
 var (
 	crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+	// podMonitorGVK is the Prometheus Operator's PodMonitor (monitoring/),
+	// decoded into podMonitor: its Go types are not in go.mod.
+	podMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}
 	// calicoCRDGroup is Calico's CRD storage group: the same objects, and the
 	// same Go types, as projectcalico.org/v3.
 	calicoCRDGroup = schema.GroupVersion{Group: "crd.projectcalico.org", Version: "v1"}
@@ -124,6 +132,28 @@ type jsonSchema struct {
 	PreserveUnknownFields *bool                 `json:"x-kubernetes-preserve-unknown-fields,omitempty"`
 }
 
+// podMonitor is the part of monitoring.coreos.com/v1 PodMonitor that
+// monitoring/ uses; decoded strictly, like crd.
+type podMonitor struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels,omitempty"`
+	} `json:"metadata"`
+	Spec struct {
+		Selector struct {
+			MatchLabels map[string]string `json:"matchLabels"`
+		} `json:"selector"`
+		PodMetricsEndpoints []struct {
+			Port     string `json:"port"`
+			Path     string `json:"path"`
+			Interval string `json:"interval,omitempty"`
+		} `json:"podMetricsEndpoints"`
+	} `json:"spec"`
+}
+
 // manifest is one YAML document of deploy/.
 type manifest struct {
 	file  string // relative to deploy/
@@ -131,11 +161,13 @@ type manifest struct {
 	gvk   schema.GroupVersionKind
 	obj   runtime.Object // decoded by the scheme; nil for a CRD it does not know
 	crd   *crd           // CRDs only
+	pm    *podMonitor    // PodMonitors only
 }
 
 func (m manifest) String() string { return fmt.Sprintf("%s#%d (%s)", m.file, m.index, m.gvk.Kind) }
 
-// manifestFiles lists the YAML files under deploy/, except kustomization.yaml.
+// manifestFiles lists the YAML files under deploy/, except the
+// kustomization.yaml files.
 func manifestFiles(t *testing.T) []string {
 	t.Helper()
 	var files []string
@@ -144,7 +176,7 @@ func manifestFiles(t *testing.T) []string {
 			return err
 		}
 		ext := filepath.Ext(path)
-		if !d.IsDir() && (ext == ".yaml" || ext == ".yml") && path != "kustomization.yaml" {
+		if !d.IsDir() && (ext == ".yaml" || ext == ".yml") && d.Name() != "kustomization.yaml" {
 			files = append(files, filepath.ToSlash(path))
 		}
 		return nil
@@ -194,6 +226,10 @@ func decode(s *runtime.Scheme, doc []byte) (manifest, error) {
 		return manifest{}, err
 	}
 	m := manifest{gvk: *gvk}
+	if *gvk == podMonitorGVK {
+		m.pm = &podMonitor{}
+		return m, strictUnmarshal(j, m.pm)
+	}
 	if *gvk == crdGVK {
 		m.crd = &crd{}
 		if err := strictUnmarshal(j, m.crd); err != nil {

@@ -9,11 +9,14 @@ import (
 
 // field is one speaker-visible neighbor setting. reset says whether
 // applying a change of it drops the session, as measured by
-// effects/gobgp's TestMeasureUpdateResets (docs/gobgp-updates.md): GoBGP's
-// UpdatePeer with a new password, AS, transport, family, AS-path options
-// or graceful-restart settings sends a Cease and starts over; it ignores
-// route-reflector settings altogether, so the executor re-adds the peer,
-// which resets too; TTL settings apply in place. This table is the single
+// effects/gobgp's TestMeasureUpdateResets (docs/gobgp-updates.md) on
+// GoBGP v4: UpdatePeer with a new password, AS, transport, family,
+// AS-path options, graceful-restart or TTL settings (ttl-security and
+// ebgp-multihop: unlike v3, which applied them in place) sends a Cease and
+// starts over; it ignores route-reflector settings altogether, so the
+// executor re-adds the peer, which resets too. So every neighbor setting
+// resets its session; what changes in place is the neighbor's policy
+// (filters, next hop), refreshed by a soft reset. This table is the single
 // place that classification lives.
 type field struct {
 	name  string
@@ -31,8 +34,8 @@ var fields = []field{
 	{"families", true, func(n *state.Neighbor) string { return strings.Join(n.Families, ",") }},
 	{"gracefulRestartSeconds", true, func(n *state.Neighbor) string { return fmt.Sprint(n.GracefulRestartSeconds) }},
 	{"allowOwnASN", true, func(n *state.Neighbor) string { return fmt.Sprint(n.AllowOwnASN) }},
-	{"ttlMin", false, func(n *state.Neighbor) string { return fmt.Sprint(n.TTLMin) }},
-	{"ebgpMultihopTTL", false, func(n *state.Neighbor) string { return fmt.Sprint(n.EBGPMultihopTTL) }},
+	{"ttlMin", true, func(n *state.Neighbor) string { return fmt.Sprint(n.TTLMin) }},
+	{"ebgpMultihopTTL", true, func(n *state.Neighbor) string { return fmt.Sprint(n.EBGPMultihopTTL) }},
 	{"routeReflectorClient", true, func(n *state.Neighbor) string { return fmt.Sprint(n.RouteReflectorClient) }},
 	{"routeReflectorClusterID", true, func(n *state.Neighbor) string { return orNone(n.RouteReflectorClusterID) }},
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	api "github.com/osrg/gobgp/v3/api"
-	"github.com/osrg/gobgp/v3/pkg/server"
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/effects/gobgp"
@@ -22,7 +22,7 @@ import (
 
 // floorServer is a fresh embedded GoBGP server, not started.
 func floorServer() *server.BgpServer {
-	bgp := server.NewBgpServer(server.LoggerOption(quietLog{}))
+	bgp := server.NewBgpServer(server.LoggerOption(quietLog()))
 	go bgp.Serve()
 	return bgp
 }

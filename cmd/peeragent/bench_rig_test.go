@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -11,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
@@ -266,15 +265,11 @@ func must(b *testing.B, err error) {
 	}
 }
 
-// quietLog drops GoBGP's messages as the agent's logger does at its
-// default level (warnings and up pass its level check; here discarded).
-type quietLog struct{}
-
-func (quietLog) Panic(msg string, _ gobgplog.Fields) { panic(msg) }
-func (quietLog) Fatal(msg string, _ gobgplog.Fields) { panic(msg) }
-func (quietLog) Error(string, gobgplog.Fields)       {}
-func (quietLog) Warn(string, gobgplog.Fields)        {}
-func (quietLog) Info(string, gobgplog.Fields)        {}
-func (quietLog) Debug(string, gobgplog.Fields)       {}
-func (quietLog) SetLevel(gobgplog.LogLevel)          {}
-func (quietLog) GetLevel() gobgplog.LogLevel         { return gobgplog.WarnLevel }
+// quietLog is a logger that drops GoBGP's messages, as the agent's does
+// at its default level (warnings and up pass its level check; here
+// discarded).
+func quietLog() (*slog.Logger, *slog.LevelVar) {
+	lv := new(slog.LevelVar)
+	lv.Set(slog.LevelWarn)
+	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: lv})), lv
+}

@@ -43,8 +43,9 @@ type clusterEnv struct {
 // clusterStart starts kube-apiserver and etcd (skipped under -short, and
 // by kubetest when the binaries are missing: loudly, or a failure under
 // CI=true) with opts, installs the CRDs of crdDirs and creates the
-// agent's namespace from deploy/namespace.yaml. budget bounds the whole
-// test.
+// agent's namespace from deploy/namespace.yaml and Calico/VPP's (the
+// secrets namespace, which Calico's installation creates in a real
+// cluster). budget bounds the whole test.
 func clusterStart(t *testing.T, budget time.Duration, opts []kube.Option, crdDirs ...string) *clusterEnv {
 	t.Helper()
 	if testing.Short() {
@@ -69,6 +70,8 @@ func clusterStart(t *testing.T, budget time.Duration, opts []kube.Option, crdDir
 		kc.InstallCRDs(t, d)
 	}
 	e.applyObjects(e.manifests(filepath.Join(clusterDeploy, "namespace.yaml"))...)
+	e.applyObjects(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": clusterNS}}})
 	return e
 }
 
@@ -225,8 +228,8 @@ func (e *clusterEnv) putSecret(ns, name string, data map[string]string) {
 }
 
 // checkServiceAccount shows what the ServiceAccount of deploy/ may do with
-// deploy/rbac.yaml: read the Calico objects, Nodes and the Secrets of its
-// namespace; not read Secrets elsewhere, not write.
+// deploy/rbac.yaml: read the Calico objects, Nodes and the Secrets of the
+// secrets namespace; not read Secrets elsewhere, not write.
 func (e *clusterEnv) checkServiceAccount(cfg *rest.Config, group, elsewhere string) {
 	e.t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -254,5 +257,5 @@ func (e *clusterEnv) checkServiceAccount(cfg *rest.Config, group, elsewhere stri
 			elsewhere, errAway, errAll, errWrite)
 	}
 	e.t.Logf("as system:serviceaccount:%s:%s: nodes, bgppeers and secret %s/tor-md5 readable; secret %s/tor-md5, all secrets and creating a BGPPeer: 403",
-		clusterNS, clusterSA, clusterNS, elsewhere)
+		clusterAgentNS, clusterSA, clusterNS, elsewhere)
 }

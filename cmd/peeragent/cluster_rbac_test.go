@@ -39,7 +39,7 @@ func TestClusterRBAC(t *testing.T) {
 		"password": map[string]any{"secretKeyRef": map[string]any{"name": "tor-md5", "key": clusterKey}}})
 	e.putCalico(group, "BGPPeer", "tor-b", map[string]any{"peerIP": "127.0.0.11", "asNumber": int64(65011)})
 
-	sa := e.kc.ConfigFor(clusterNS, clusterSA)
+	sa := e.kc.ConfigFor(clusterAgentNS, clusterSA)
 	e.checkServiceAccount(sa, group, elsewhere)
 
 	// In its own namespace: everything it needs is readable.

@@ -22,7 +22,8 @@ import (
 // answers, so no session is established and nothing leaves the machine.
 
 const (
-	clusterNS       = state.DefaultNamespace // the agent's namespace, as in deploy/
+	clusterNS       = state.DefaultNamespace // Calico/VPP's: the agent's secrets namespace, as in deploy/
+	clusterAgentNS  = "peeragent"            // deploy/namespace.yaml: where the agent runs
 	clusterSA       = "peeragent"            // deploy/serviceaccount.yaml
 	clusterNode     = "node-a"               // the node the agent runs on
 	clusterAddr     = "127.0.0.1"

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -68,18 +69,37 @@ func TestTwoAgentsFollowSecretRotation(t *testing.T) {
 	waitSession(t, b, "127.0.0.1", fp2)
 
 	// SIGKILL node-a and start it again: it converges back, nothing lost.
+	// The restarted node is the passive side toward 127.0.0.2 (node-b
+	// dials it); with GoBGP's default connect retry (120 s) this took
+	// minutes, with the 5 s the executor sets, seconds. waitSession's
+	// bound (45 s) fails the old behaviour; the time is logged.
 	a.cmd.Process.Kill()
 	a.cmd.Wait()
+	t0 := time.Now()
 	a2 := startAgent(t, bin, dir, "node-a", "127.0.0.1")
 	waitSession(t, a2, "127.0.0.2", fp2)
 	waitSession(t, b, "127.0.0.1", fp2)
-	for _, ag := range []*agentProc{a, a2, b} {
+	t.Logf("after SIGKILL and restart of node-a: both sides established in %v", time.Since(t0).Round(time.Millisecond))
+
+	// SIGTERM (a graceful stop: no NOTIFICATION, node-b may keep node-a's
+	// routes) and restart: the same.
+	a2.cmd.Process.Signal(syscall.SIGTERM)
+	a2.cmd.Wait()
+	t0 = time.Now()
+	a3 := startAgent(t, bin, dir, "node-a", "127.0.0.1")
+	waitSession(t, a3, "127.0.0.2", fp2)
+	waitSession(t, b, "127.0.0.1", fp2)
+	t.Logf("after SIGTERM and restart of node-a: both sides established in %v", time.Since(t0).Round(time.Millisecond))
+	if !strings.Contains(a2.logs(), "peeragent stopping") {
+		t.Errorf("node-a did not stop cleanly on SIGTERM:\n%s", a2.logs())
+	}
+	for _, ag := range []*agentProc{a, a2, a3, b} {
 		for _, secret := range []string{"first-e2e-secret", "second-e2e-secret"} {
 			if strings.Contains(ag.logs(), secret) {
 				t.Errorf("%s logged a password", ag.node)
 			}
-			if ag == a {
-				continue // killed: its HTTP is gone
+			if ag == a || ag == a2 {
+				continue // stopped: its HTTP is gone
 			}
 			for _, path := range []string{"/state", "/actions", "/metrics", "/nope"} {
 				if _, body := get(t, "http://"+ag.http+path); strings.Contains(body, secret) {

@@ -25,6 +25,8 @@ Usage:
                              print what a fresh agent would configure, and why
   peeragent status [--addr HOST:PORT]
                              print a running agent's neighbors and problems
+  peeragent version [-o text|json]
+                             print the version, VCS revision and Go version
 
 Run "peeragent COMMAND --help" for the flags of a command.
 
@@ -51,6 +53,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = planCmd(args[1:], stdout, stderr)
 	case "status":
 		err = statusCmd(args[1:], stdout, stderr)
+	case "version", "--version":
+		err = versionCmd(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -30,10 +30,10 @@ type source interface {
 }
 
 type runFlags struct {
-	node, from, kubeconfig, group, httpAddr, vppSocket, logLevel string
-	listen                                                       stringList
-	journal                                                      int
-	opts                                                         func() state.Options
+	node, from, kubeconfig, group, httpAddr, vppSocket, logLevel, shutdown string
+	listen                                                                 stringList
+	journal                                                                int
+	opts                                                                   func() state.Options
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
@@ -49,12 +49,16 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.Var(&f.listen, "bgp-listen-address", "address the BGP speaker listens on (repeatable; default all addresses)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.journal, "journal-size", 1000, "number of recent actions kept for /actions")
+	fs.StringVar(&f.shutdown, "shutdown", "graceful", "on SIGTERM: graceful stops the speaker without a NOTIFICATION to graceful-restart peers, which keep this node's routes while it restarts; hard ends every session")
 	f.opts = optionFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if f.node == "" {
 		return nil, fmt.Errorf("--node (or $NODENAME) is required")
+	}
+	if f.shutdown != "graceful" && f.shutdown != "hard" {
+		return nil, fmt.Errorf("--shutdown %q: want graceful or hard", f.shutdown)
 	}
 	return f, nil
 }
@@ -84,7 +88,8 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: slog.LevelWarn})
+	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: slog.LevelWarn,
+		GracefulShutdown: f.shutdown == "graceful"})
 	defer speaker.Close()
 	vppExec, err := newVPP(ctx, f.vppSocket, log)
 	if err != nil {

@@ -1,7 +1,7 @@
 package gobgp
 
 import (
-	api "github.com/osrg/gobgp/v3/api"
+	api "github.com/osrg/gobgp/v4/api"
 
 	"github.com/peeragent/peeragent/state"
 )

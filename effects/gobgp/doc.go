@@ -1,5 +1,5 @@
 // Package gobgp is the executor of speaker effects on an embedded GoBGP
-// (github.com/osrg/gobgp/v3, pkg/server) server. It is the only code in
+// (github.com/osrg/gobgp/v4, pkg/server) server. It is the only code in
 // peeragent that talks to GoBGP.
 //
 // Contract:
@@ -24,18 +24,22 @@
 //   - The executor is the embedded speaker's only writer, so it keeps
 //     records instead of asking GoBGP: the peers it configured (with their
 //     route-reflector settings) and the policies it installed, both cleared
-//     whenever the speaker starts or stops. Every GoBGP call waits on an
-//     event loop that is O(peers), a ListPeer as much as an update, so the
-//     calls a neighbor costs are those a plain loop would make.
+//     whenever the speaker starts or stops, so the calls a neighbor costs
+//     are those a plain loop would make (no ListPeer before an update).
+//   - A GoBGP v4 BgpServer serves once, so each start makes a new one; a
+//     stop can be graceful (Options.GracefulShutdown, for Close): no
+//     NOTIFICATION to graceful-restart peers, which keep our routes.
 //   - Each neighbor's policy is its own: a neighbor set, prefix sets and
 //     import/export policies named after its address, created before the
 //     peer and removed after it. See policy.go for the mapping of Calico's
 //     operators and why the policies are assigned to GoBGP's global table.
 //   - WatchSessions turns GoBGP's peer events into state.SessionStateChanged
-//     with the lower-case state name, the down reason when GoBGP logged one,
-//     and the time.
+//     with the lower-case state name, the down reason (the executor's own
+//     for a reset it caused, else the one v4's event carries), and the
+//     time; it follows the speaker across restarts.
 //   - GoBGP's logs go through slog (Options.Logger, from
-//     Options.GoBGPLevel up).
+//     Options.GoBGPLevel up, SetGoBGPLevel to change it), scrubbed of
+//     passwords by scrubHandler.
 //
 // Which neighbor settings GoBGP applies in place and which reset the
 // session is measured by TestMeasureUpdateResets and written up in

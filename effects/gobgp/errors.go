@@ -16,13 +16,13 @@ const (
 	errExists         // the peer is already configured
 )
 
-// kindOf is the one place GoBGP's error strings are recognised: GoBGP v3
+// kindOf is the one place GoBGP's error strings are recognised: GoBGP v4
 // returns plain fmt.Errorf values, so the text is all there is. Each caller
 // checks only the kind that makes its own call idempotent (deleting an
 // absent object succeeds, adding an existing peer updates it).
 //
 // The strings, from pkg/server/server.go and internal/pkg/table/policy.go
-// of GoBGP v3.37.0:
+// of GoBGP v4.8.0 (unchanged since v3.37.0):
 //   - "can't delete a peer configuration for X"   DeletePeer of an absent peer
 //   - "neighbor that has X doesn't exist"         UpdatePeer, ResetPeer of an absent peer
 //   - "not found policy X", "not found defined-set: X", "not found statement: X",

@@ -6,11 +6,9 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-
-	"github.com/osrg/gobgp/v3/pkg/log"
 )
 
-// TestKindOf uses GoBGP v3.37.0's own error texts.
+// TestKindOf uses GoBGP v4.8.0's own error texts (the same as v3.37.0's).
 func TestKindOf(t *testing.T) {
 	tests := []struct {
 		name string
@@ -49,15 +47,17 @@ func TestRedactorScrubsEveryKnownPassword(t *testing.T) {
 	}
 }
 
-func TestGoBGPLogger(t *testing.T) {
+func TestScrubHandler(t *testing.T) {
 	buf := &logBuf{}
 	r := newRedactor()
 	r.remember(netip.MustParseAddr("10.0.0.2"), "hunter2")
-	l := newGoBGPLogger(slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), slog.LevelInfo, r)
+	level := new(slog.LevelVar)
+	level.Set(slog.LevelInfo)
+	l := slog.New(newScrubHandler(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}), level, r))
 
-	l.Debug("too chatty", log.Fields{"Key": "10.0.0.2"})
-	l.Info("config hunter2 applied", log.Fields{"Key": "10.0.0.2", "Err": "bad key hunter2", "AuthPassword": "x"})
-	l.Info("Peer Down", log.Fields{"Key": "10.0.0.2", "Reason": "hold-timer-expired"})
+	l.Debug("too chatty", slog.String("Key", "10.0.0.2"))
+	l.Info("config hunter2 applied", slog.String("Key", "10.0.0.2"), slog.String("Err", "bad key hunter2"), slog.String("AuthPassword", "x"))
+	l.With(slog.String("Topic", "hunter2")).WithGroup("g").Info("grouped", slog.Group("peer", slog.Any("conf", struct{ P string }{"hunter2"})))
 
 	out := buf.String()
 	if strings.Contains(out, "too chatty") {
@@ -66,31 +66,24 @@ func TestGoBGPLogger(t *testing.T) {
 	if strings.Contains(out, "hunter2") || !strings.Contains(out, "AuthPassword=[redacted]") {
 		t.Errorf("password not scrubbed:\n%s", out)
 	}
-	if !strings.Contains(out, `msg="config [redacted] applied" AuthPassword=[redacted] Err="bad key [redacted]" Key=10.0.0.2`) {
-		t.Errorf("fields not sorted or scrubbed:\n%s", out)
+	if !strings.Contains(out, `msg="config [redacted] applied" Key=10.0.0.2 Err="bad key [redacted]" AuthPassword=[redacted]`) {
+		t.Errorf("fields not kept in order or not scrubbed:\n%s", out)
 	}
-	if got := l.reasons.take(netip.MustParseAddr("10.0.0.2")); got != "hold-timer-expired" {
-		t.Errorf("reason = %q, want hold-timer-expired", got)
-	}
-	if got := l.reasons.take(netip.MustParseAddr("10.0.0.2")); got != "" {
-		t.Errorf("reason taken twice: %q", got)
-	}
-	if l.GetLevel() != log.InfoLevel {
-		t.Errorf("GetLevel = %v, want info", l.GetLevel())
-	}
-	l.SetLevel(log.DebugLevel)
-	l.Debug("now wanted", nil)
+	level.Set(slog.LevelDebug)
+	l.Debug("now wanted")
 	if !strings.Contains(buf.String(), "now wanted") {
-		t.Errorf("SetLevel(debug) did not lower the threshold")
+		t.Errorf("lowering the level var did not lower the threshold")
 	}
 }
 
-func TestGoBGPLoggerPanicsOnFatal(t *testing.T) {
-	l := newGoBGPLogger(slog.New(slog.NewTextHandler(&logBuf{}, nil)), slog.LevelInfo, newRedactor())
-	defer func() {
-		if recover() == nil {
-			t.Errorf("Fatal returned")
-		}
-	}()
-	l.Fatal("path's nlri is nil", nil)
+func TestReasonBook(t *testing.T) {
+	b := newReasonBook()
+	a := netip.MustParseAddr("10.0.0.2")
+	b.expect(a, "reconfigured: password")
+	if got := b.take(a); got != "reconfigured: password" {
+		t.Errorf("reason = %q", got)
+	}
+	if got := b.take(a); got != "" {
+		t.Errorf("reason taken twice: %q", got)
+	}
 }

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/osrg/gobgp/v3/pkg/server"
+	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/state"
@@ -24,8 +24,14 @@ type Options struct {
 	Logger *slog.Logger
 	// GoBGPLevel is the lowest level of GoBGP's own messages that are
 	// passed on (GoBGP is chatty at Info); the zero value is Info, so set
-	// slog.LevelWarn to keep only its warnings and errors.
+	// slog.LevelWarn to keep only its warnings and errors. SetGoBGPLevel
+	// changes it while running.
 	GoBGPLevel slog.Level
+	// GracefulShutdown makes Close stop the speaker without a NOTIFICATION
+	// to the neighbors that negotiated graceful restart, so that they keep
+	// this node's routes while it restarts (RFC 4724); false tells every
+	// neighbor the session is over.
+	GracefulShutdown bool
 	// Now is the clock for result and session timestamps (time.Now if nil).
 	Now func() time.Time
 }
@@ -33,14 +39,18 @@ type Options struct {
 // Executor carries out speaker effects on an embedded GoBGP server. It is
 // safe for concurrent use; Execute calls run one at a time.
 type Executor struct {
-	bgp     *server.BgpServer
-	log     *slog.Logger
-	glog    *gobgpLogger
-	secrets *redactor
-	listen  []string
-	now     func() time.Time
+	log      *slog.Logger
+	glog     *slog.Logger // GoBGP's, through scrubHandler
+	level    *slog.LevelVar
+	secrets  *redactor
+	reasons  *reasonBook
+	sessions sessionHub
+	listen   []string
+	now      func() time.Time
+	graceful bool
 
-	mu       sync.Mutex // guards what follows; held for a whole Execute
+	mu       sync.Mutex        // guards what follows; held for a whole Execute
+	bgp      *server.BgpServer // the running speaker, nil while stopped
 	running  *state.Server
 	policies map[netip.Addr]installed
 	peers    map[netip.Addr]reflector // configured peers (see peerops.go)
@@ -48,14 +58,17 @@ type Executor struct {
 
 var _ effects.Executor = (*Executor)(nil)
 
-// New creates the embedded speaker (not started: StartServer does that)
-// and its event loop.
+// New makes an executor; the speaker itself is created and started by
+// StartServer.
 func New(opts Options) *Executor {
 	e := &Executor{
 		log:      opts.Logger,
+		level:    new(slog.LevelVar),
 		secrets:  newRedactor(),
+		reasons:  newReasonBook(),
 		listen:   append([]string(nil), opts.ListenAddresses...),
 		now:      opts.Now,
+		graceful: opts.GracefulShutdown,
 		policies: map[netip.Addr]installed{},
 		peers:    map[netip.Addr]reflector{},
 	}
@@ -65,20 +78,22 @@ func New(opts Options) *Executor {
 	if e.now == nil {
 		e.now = time.Now
 	}
-	e.glog = newGoBGPLogger(e.log.With("component", "gobgp"), opts.GoBGPLevel, e.secrets)
-	e.bgp = server.NewBgpServer(server.LoggerOption(e.glog))
-	// Serve is GoBGP's single event loop; it never returns (GoBGP v3 has
-	// no way to end it), so one goroutine per Executor outlives Close.
-	go e.bgp.Serve()
+	e.sessions.e = e
+	e.level.Set(opts.GoBGPLevel)
+	h := e.log.With("component", "gobgp").Handler()
+	e.glog = slog.New(newScrubHandler(h, e.level, e.secrets))
 	return e
 }
 
-// Close stops the speaker, dropping every session and closing its
-// listeners.
+// SetGoBGPLevel changes the lowest level of GoBGP's messages passed on.
+func (e *Executor) SetGoBGPLevel(l slog.Level) { e.level.Set(l) }
+
+// Close stops the speaker (gracefully when Options.GracefulShutdown says
+// so), ending every session and closing its listeners.
 func (e *Executor) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.stopServer(context.Background())
+	return e.stopServer(context.Background(), e.graceful)
 }
 
 // Execute carries out the speaker's effects in order and reports, for each
@@ -178,11 +193,11 @@ func (e *Executor) apply(ctx context.Context, eff effects.Effect) error {
 		return e.addPeer(ctx, x.Neighbor)
 	case effects.UpdatePeer:
 		if x.Reset {
-			e.glog.reasons.expect(x.New.Address, "reconfigured: "+resetFields(x.Changes))
+			e.reasons.expect(x.New.Address, "reconfigured: "+resetFields(x.Changes))
 		}
 		err := e.updatePeer(ctx, x.New)
 		if err != nil && x.Reset {
-			e.glog.reasons.forget(x.New.Address) // no reset happened to explain
+			e.reasons.forget(x.New.Address) // no reset happened to explain
 		}
 		return err
 	case effects.DeletePeer:
@@ -231,11 +246,11 @@ func (e *Executor) runServer(ctx context.Context, eff effects.Effect) state.Acti
 		err = e.startServer(ctx, srv)
 	case effects.RestartServer:
 		srv = x.New
-		if err = e.stopServer(ctx); err == nil {
+		if err = e.stopServer(ctx, false); err == nil {
 			err = e.startServer(ctx, srv)
 		}
 	case effects.StopServer:
-		err = e.stopServer(ctx)
+		err = e.stopServer(ctx, false)
 	}
 	if err != nil {
 		msg := e.secrets.scrub(fmt.Sprintf("start server (%s): %v", describeServer(srv), err))

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	api "github.com/osrg/gobgp/v3/api"
+	api "github.com/osrg/gobgp/v4/api"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
@@ -29,7 +29,7 @@ func snapshot(t *testing.T, e *Executor) []string {
 	add := func(kind string, m proto.Message) {
 		out = append(out, kind+" "+prototext.MarshalOptions{}.Format(m))
 	}
-	err := e.bgp.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+	err := e.Speaker().ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
 		c := proto.Clone(p).(*api.Peer)
 		c.State, c.Timers = nil, nil
 		for _, a := range c.AfiSafis {
@@ -41,16 +41,16 @@ func snapshot(t *testing.T, e *Executor) []string {
 	if err != nil {
 		t.Fatalf("ListPeer: %v", err)
 	}
-	if err := e.bgp.ListPolicy(ctx, &api.ListPolicyRequest{}, func(p *api.Policy) { add("policy", p) }); err != nil {
+	if err := e.Speaker().ListPolicy(ctx, &api.ListPolicyRequest{}, func(p *api.Policy) { add("policy", p) }); err != nil {
 		t.Fatalf("ListPolicy: %v", err)
 	}
-	for _, typ := range []api.DefinedType{api.DefinedType_PREFIX, api.DefinedType_NEIGHBOR} {
-		if err := e.bgp.ListDefinedSet(ctx, &api.ListDefinedSetRequest{DefinedType: typ}, func(d *api.DefinedSet) { add("set", d) }); err != nil {
+	for _, typ := range []api.DefinedType{api.DefinedType_DEFINED_TYPE_PREFIX, api.DefinedType_DEFINED_TYPE_NEIGHBOR} {
+		if err := e.Speaker().ListDefinedSet(ctx, &api.ListDefinedSetRequest{DefinedType: typ}, func(d *api.DefinedSet) { add("set", d) }); err != nil {
 			t.Fatalf("ListDefinedSet: %v", err)
 		}
 	}
 	if e.running != nil {
-		err = e.bgp.ListPolicyAssignment(ctx, &api.ListPolicyAssignmentRequest{Name: globalTable}, func(a *api.PolicyAssignment) { add("assignment", a) })
+		err = e.Speaker().ListPolicyAssignment(ctx, &api.ListPolicyAssignmentRequest{Name: globalTable}, func(a *api.PolicyAssignment) { add("assignment", a) })
 		if err != nil {
 			t.Fatalf("ListPolicyAssignment: %v", err)
 		}
@@ -226,7 +226,7 @@ func TestServerEffects(t *testing.T) {
 		t.Errorf("a restarted speaker kept configuration:\n%s", strings.Join(left, "\n"))
 	}
 	mustApply(t, sp.Executor, effects.SetPolicy{Addr: n.Address, Policy: testPolicy(), Gen: 2}, effects.AddPeer{Neighbor: n, Gen: 2})
-	g, err := sp.bgp.GetBgp(context.Background(), &api.GetBgpRequest{})
+	g, err := sp.Speaker().GetBgp(context.Background(), &api.GetBgpRequest{})
 	if err != nil || g.Global.Asn != 64600 {
 		t.Fatalf("after restart GetBgp = %v, %v", g, err)
 	}

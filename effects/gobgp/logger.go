@@ -2,149 +2,89 @@ package gobgp
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/netip"
-	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
-
-	"github.com/osrg/gobgp/v3/pkg/log"
 )
 
-// gobgpLogger adapts GoBGP's logger interface (pkg/log.Logger) to slog.
-// Besides passing messages on, it does two things GoBGP's API cannot:
-//   - it keeps the reason of each "Peer Down" (GoBGP's peer events carry
-//     no reason; its log line does, and is written before the event);
-//   - it scrubs every password the executor handed to GoBGP from messages
-//     and fields, and drops fields named like a password.
-type gobgpLogger struct {
-	out     *slog.Logger
-	min     atomic.Int64 // slog.Level: lower GoBGP messages are dropped
+// scrubHandler is the slog.Handler GoBGP v4 logs through (its
+// LoggerOption takes a *slog.Logger and a *slog.LevelVar). It passes
+// GoBGP's records on to the agent's handler with every password the
+// executor handed to GoBGP scrubbed from the message and from every
+// attribute, and attributes named like a password dropped to
+// "[redacted]". Records below level are dropped before GoBGP builds their
+// attributes: GoBGP guards its costly debug lines with Enabled.
+type scrubHandler struct {
+	next    slog.Handler
+	level   *slog.LevelVar
 	secrets *redactor
-	reasons *reasonBook
 }
 
-var _ log.Logger = (*gobgpLogger)(nil)
-
-func newGoBGPLogger(out *slog.Logger, min slog.Level, secrets *redactor) *gobgpLogger {
-	l := &gobgpLogger{out: out, secrets: secrets, reasons: &reasonBook{m: map[netip.Addr]downReason{}}}
-	l.min.Store(int64(min))
-	return l
+func newScrubHandler(next slog.Handler, level *slog.LevelVar, secrets *redactor) *scrubHandler {
+	return &scrubHandler{next: next, level: level, secrets: secrets}
 }
 
-func (l *gobgpLogger) Panic(msg string, f log.Fields) {
-	l.emit(slog.LevelError, msg, f)
-	panic("gobgp: " + l.secrets.scrub(msg))
+func (h *scrubHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level.Level() && h.next.Enabled(ctx, l)
 }
 
-// Fatal panics rather than exiting: GoBGP's code after a Fatal assumes it
-// does not return, and a panic still runs deferred cleanup and shows in tests.
-func (l *gobgpLogger) Fatal(msg string, f log.Fields) {
-	l.emit(slog.LevelError, msg, f)
-	panic("gobgp fatal: " + l.secrets.scrub(msg))
+func (h *scrubHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, h.secrets.scrub(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
 }
 
-func (l *gobgpLogger) Error(msg string, f log.Fields) { l.emit(slog.LevelError, msg, f) }
-func (l *gobgpLogger) Warn(msg string, f log.Fields)  { l.emit(slog.LevelWarn, msg, f) }
-func (l *gobgpLogger) Info(msg string, f log.Fields)  { l.emit(slog.LevelInfo, msg, f) }
-func (l *gobgpLogger) Debug(msg string, f log.Fields) { l.emit(slog.LevelDebug, msg, f) }
-
-// SetLevel is called by GoBGP's SetLogLevel API.
-func (l *gobgpLogger) SetLevel(level log.LogLevel) {
-	var s slog.Level
-	switch {
-	case level >= log.DebugLevel:
-		s = slog.LevelDebug
-	case level == log.InfoLevel:
-		s = slog.LevelInfo
-	case level == log.WarnLevel:
-		s = slog.LevelWarn
-	default:
-		s = slog.LevelError
+func (h *scrubHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	clean := make([]slog.Attr, len(as))
+	for i, a := range as {
+		clean[i] = h.attr(a)
 	}
-	l.min.Store(int64(s))
+	return &scrubHandler{next: h.next.WithAttrs(clean), level: h.level, secrets: h.secrets}
 }
 
-// GetLevel tells GoBGP which messages are wanted, so that it skips
-// building the debug ones it guards with a level check.
-func (l *gobgpLogger) GetLevel() log.LogLevel {
-	switch s := slog.Level(l.min.Load()); {
-	case s <= slog.LevelDebug:
-		return log.DebugLevel
-	case s <= slog.LevelInfo:
-		return log.InfoLevel
-	case s <= slog.LevelWarn:
-		return log.WarnLevel
-	default:
-		return log.ErrorLevel
-	}
+func (h *scrubHandler) WithGroup(name string) slog.Handler {
+	return &scrubHandler{next: h.next.WithGroup(name), level: h.level, secrets: h.secrets}
 }
 
-func (l *gobgpLogger) emit(level slog.Level, msg string, f log.Fields) {
-	if msg == "Peer Down" {
-		l.reasons.note(f)
+// attr scrubs one attribute, groups included. Every value is turned into
+// its text first, so that a password inside a struct GoBGP logs (a peer
+// config) cannot pass through a formatter we do not control.
+func (h *scrubHandler) attr(a slog.Attr) slog.Attr {
+	if k := strings.ToLower(a.Key); strings.Contains(k, "password") || strings.Contains(k, "auth") {
+		return slog.String(a.Key, "[redacted]")
 	}
-	if level < slog.Level(l.min.Load()) || !l.out.Enabled(context.Background(), level) {
-		return
-	}
-	l.out.LogAttrs(context.Background(), level, l.secrets.scrub(msg), l.attrs(f)...)
-}
-
-// attrs turns GoBGP's fields into attributes, sorted by key so that log
-// lines are stable.
-func (l *gobgpLogger) attrs(f log.Fields) []slog.Attr {
-	keys := make([]string, 0, len(f))
-	for k := range f {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]slog.Attr, 0, len(keys))
-	for _, k := range keys {
-		v := l.secrets.scrub(fmt.Sprint(f[k]))
-		if lk := strings.ToLower(k); strings.Contains(lk, "password") || strings.Contains(lk, "auth") {
-			v = "[redacted]"
+	v := a.Value.Resolve()
+	if v.Kind() == slog.KindGroup {
+		g := v.Group()
+		clean := make([]any, len(g))
+		for i, x := range g {
+			clean[i] = h.attr(x)
 		}
-		out = append(out, slog.String(k, v))
+		return slog.Group(a.Key, clean...)
 	}
-	return out
+	return slog.String(a.Key, h.secrets.scrub(v.String()))
 }
 
-// reasonBook holds, per neighbor, the reason of the last session drop
-// until the session watch takes it: the executor's own ("reconfigured:
-// password", noted before it makes GoBGP reset a session) or else the one
-// GoBGP logged. GoBGP logs the old session's end ("dying") concurrently
-// with the event of the new one, so it never overrides the executor's.
+// reasonBook holds, per neighbor, the reason the executor gave itself for
+// a session reset it is about to cause ("reconfigured: password"), until
+// the session watch reports the drop. GoBGP's own reason (v4 peer events
+// carry it) is used when the executor has none.
 type reasonBook struct {
 	mu sync.Mutex
-	m  map[netip.Addr]downReason
+	m  map[netip.Addr]string
 }
 
-type downReason struct {
-	text string
-	ours bool
-}
-
-func (b *reasonBook) note(f log.Fields) {
-	key, _ := f["Key"].(string)
-	reason, _ := f["Reason"].(string)
-	a, err := netip.ParseAddr(key)
-	if err != nil || reason == "" {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.m[a.Unmap()].ours {
-		b.m[a.Unmap()] = downReason{text: reason}
-	}
-}
+func newReasonBook() *reasonBook { return &reasonBook{m: map[netip.Addr]string{}} }
 
 // expect records why the executor is about to reset a's session.
 func (b *reasonBook) expect(a netip.Addr, reason string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.m[a] = downReason{text: reason, ours: true}
+	b.m[a] = reason
 }
 
 // take returns and forgets the reason noted for a.
@@ -153,7 +93,7 @@ func (b *reasonBook) take(a netip.Addr) string {
 	defer b.mu.Unlock()
 	r := b.m[a]
 	delete(b.m, a)
-	return r.text
+	return r
 }
 
 // forget drops a reason that no longer applies (the session came back).

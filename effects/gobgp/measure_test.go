@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	api "github.com/osrg/gobgp/v3/api"
+	api "github.com/osrg/gobgp/v4/api"
 
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/state"
@@ -95,7 +95,7 @@ func TestMeasureUpdateResets(t *testing.T) {
 	for i, c := range cases {
 		if c.raw {
 			p, _ := peerFor(changed[i])
-			if _, err := a.bgp.UpdatePeer(context.Background(), &api.UpdatePeerRequest{Peer: p}); err != nil {
+			if _, err := a.Speaker().UpdatePeer(context.Background(), &api.UpdatePeerRequest{Peer: p}); err != nil {
 				t.Fatalf("%s: GoBGP UpdatePeer: %v", c.name, err)
 			}
 			continue

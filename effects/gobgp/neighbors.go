@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
-	api "github.com/osrg/gobgp/v3/api"
+	api "github.com/osrg/gobgp/v4/api"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -27,8 +27,14 @@ type Neighbor struct {
 // Neighbors lists the speaker's neighbors, sorted by address; none while
 // the server is stopped.
 func (e *Executor) Neighbors(ctx context.Context) ([]Neighbor, error) {
+	e.mu.Lock()
+	bgp := e.bgp
+	e.mu.Unlock()
+	if bgp == nil {
+		return nil, nil
+	}
 	var out []Neighbor
-	err := e.bgp.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+	err := bgp.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
 		addr, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
 		if err != nil {
 			return
@@ -37,7 +43,7 @@ func (e *Executor) Neighbors(ctx context.Context) ([]Neighbor, error) {
 			PeerASN: p.GetConf().GetPeerAsn(), LocalASN: p.GetConf().GetLocalAsn(),
 			Port: uint16(p.GetTransport().GetRemotePort()), Passive: p.GetTransport().GetPassiveMode(),
 			Password: state.NewPassword(p.GetConf().GetAuthPassword()).Fingerprint(),
-			Session:  sessionStateName(p.GetState().GetSessionState())})
+			Session:  apiSessionStateName(p.GetState().GetSessionState())})
 	})
 	if kindOf(err) == errAbsent {
 		return nil, nil

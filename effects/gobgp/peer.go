@@ -6,8 +6,8 @@ import (
 	"net/netip"
 	"strconv"
 
-	api "github.com/osrg/gobgp/v3/api"
-	"github.com/osrg/gobgp/v3/pkg/packet/bgp"
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -16,6 +16,17 @@ import (
 // capability can carry (a 12-bit field, RFC 4724); GoBGP would silently
 // truncate a larger one.
 const maxRestartTime = 4095
+
+// connectRetrySeconds is how long a neighbor waits between connection
+// attempts: Calico's BIRD template says `connect retry time 5`. GoBGP's
+// default, 120 s (randomised to 90–120 s), kept a restarted node's mesh
+// sessions down for minutes: the node is the passive side toward higher
+// addresses, and the peer waited out its retry timer.
+const connectRetrySeconds = 5
+
+// idleHoldSeconds is how long a neighbor stays idle after an
+// administrative reset before connecting again (GoBGP's default is 30 s).
+const idleHoldSeconds = 1
 
 // peerFor maps a neighbor to GoBGP's api.Peer (docs/semantics.md §3). It is the
 // only place a password is revealed.
@@ -36,6 +47,10 @@ func peerFor(n *state.Neighbor) (*api.Peer, error) {
 			RemotePort:  uint32(n.Port),
 			PassiveMode: n.Passive,
 		},
+		Timers: &api.Timers{Config: &api.TimersConfig{
+			ConnectRetry:           connectRetrySeconds,
+			IdleHoldTimeAfterReset: idleHoldSeconds,
+		}},
 		GracefulRestart: gracefulRestart(n.GracefulRestartSeconds),
 		EbgpMultihop:    &api.EbgpMultihop{},
 		TtlSecurity:     &api.TtlSecurity{},
@@ -53,7 +68,11 @@ func peerFor(n *state.Neighbor) (*api.Peer, error) {
 		p.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(n.EBGPMultihopTTL)}
 	}
 	if n.RouteReflectorClient {
-		p.RouteReflector = &api.RouteReflector{RouteReflectorClient: true, RouteReflectorClusterId: n.RouteReflectorClusterID}
+		id, err := validClusterID(n.RouteReflectorClusterID)
+		if err != nil {
+			return nil, err
+		}
+		p.RouteReflector = &api.RouteReflector{RouteReflectorClient: true, RouteReflectorClusterId: id}
 	}
 	return p, nil
 }
@@ -94,12 +113,11 @@ func afiSafis(names []string, gr bool) ([]*api.AfiSafi, error) {
 // family reads GoBGP's own family names ("ipv4-unicast", "l3vpn-ipv6-unicast",
 // "ipv4-srpolicy"...), which are the names the State uses.
 func family(name string) (*api.Family, error) {
-	rf, err := bgp.GetRouteFamily(name)
+	f, err := bgp.GetFamily(name)
 	if err != nil {
 		return nil, fmt.Errorf("unknown address family %q", name)
 	}
-	afi, safi := bgp.RouteFamilyToAfiSafi(rf)
-	return &api.Family{Afi: api.Family_Afi(afi), Safi: api.Family_Safi(safi)}, nil
+	return &api.Family{Afi: api.Family_Afi(f.Afi()), Safi: api.Family_Safi(f.Safi())}, nil
 }
 
 // unicastFamily is the family a neighbor's filter rules apply to.
@@ -124,7 +142,22 @@ func sameReflector(cur, want *api.Peer) bool {
 	return c.GetRouteReflectorClusterId() == clusterID(w.GetRouteReflectorClusterId())
 }
 
-// clusterID normalises a cluster ID the way GoBGP does: a 32-bit number
+// validClusterID checks a route-reflector cluster ID and gives it as
+// GoBGP v4 wants it: a dotted quad (a 32-bit number is turned into one),
+// or "" for GoBGP's default (the router ID). GoBGP v4 silently ignores a
+// cluster ID it cannot parse (v3 refused it), so the check is ours.
+func validClusterID(id string) (string, error) {
+	if id == "" {
+		return "", nil
+	}
+	c := clusterID(id)
+	if a, err := netip.ParseAddr(c); err != nil || !a.Is4() {
+		return "", fmt.Errorf("route-reflector-cluster-id should be specified as IPv4 address or 32-bit unsigned integer")
+	}
+	return c, nil
+}
+
+// clusterID normalises a cluster ID the way GoBGP v3 did: a 32-bit number
 // becomes a dotted quad.
 func clusterID(id string) string {
 	if n, err := strconv.ParseUint(id, 10, 32); err == nil {

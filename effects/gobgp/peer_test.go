@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	api "github.com/osrg/gobgp/v3/api"
+	api "github.com/osrg/gobgp/v4/api"
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/peeragent/peeragent/state"
@@ -31,6 +31,7 @@ func basePeer() *api.Peer {
 	return &api.Peer{
 		Conf:            &api.PeerConf{NeighborAddress: "10.0.0.2", PeerAsn: 64513, LocalAsn: 64512},
 		Transport:       &api.Transport{RemotePort: 179, LocalAddress: "10.0.0.1"},
+		Timers:          &api.Timers{Config: &api.TimersConfig{ConnectRetry: 5, IdleHoldTimeAfterReset: 1}},
 		GracefulRestart: calicoGR,
 		EbgpMultihop:    &api.EbgpMultihop{Enabled: true, MultihopTtl: 255},
 		TtlSecurity:     &api.TtlSecurity{},

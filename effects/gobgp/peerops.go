@@ -4,7 +4,8 @@ import (
 	"context"
 	"net/netip"
 
-	api "github.com/osrg/gobgp/v3/api"
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -42,6 +43,9 @@ func (e *Executor) addPeer(ctx context.Context, n *state.Neighbor) error {
 
 // add is GoBGP's AddPeer, recorded.
 func (e *Executor) add(ctx context.Context, addr netip.Addr, p *api.Peer) error {
+	if err := e.requireRunning(); err != nil {
+		return err
+	}
 	err := e.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: p})
 	if err == nil {
 		e.peers[addr] = reflectorOf(p)
@@ -90,6 +94,9 @@ func (e *Executor) updateInPlace(ctx context.Context, addr netip.Addr, p *api.Pe
 	// NeedsSoftResetIn is ignored: it is set for policy and AS-path option
 	// changes, and we never put policies on the peer while AS-path option
 	// changes make GoBGP reset the session anyway.
+	if err := e.requireRunning(); err != nil {
+		return err
+	}
 	_, err := e.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: p})
 	switch {
 	case kindOf(err) == errAbsent:
@@ -141,7 +148,16 @@ func (e *Executor) dropPassword(ctx context.Context, addr netip.Addr, asn uint32
 
 // currentPeer is the speaker's view of one neighbor.
 func (e *Executor) currentPeer(ctx context.Context, addr netip.Addr) (*api.Peer, bool, error) {
+	return currentPeer(ctx, e.bgp, addr)
+}
+
+// currentPeer is bgp's view of one neighbor; a stopped speaker (nil) has
+// none.
+func currentPeer(ctx context.Context, bgp *server.BgpServer, addr netip.Addr) (*api.Peer, bool, error) {
+	if bgp == nil {
+		return nil, false, nil
+	}
 	var found *api.Peer
-	err := e.bgp.ListPeer(ctx, &api.ListPeerRequest{Address: addr.String()}, func(p *api.Peer) { found = p })
+	err := bgp.ListPeer(ctx, &api.ListPeerRequest{Address: addr.String()}, func(p *api.Peer) { found = p })
 	return found, found != nil, err
 }

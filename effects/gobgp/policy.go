@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"net/netip"
 
-	api "github.com/osrg/gobgp/v3/api"
+	api "github.com/osrg/gobgp/v4/api"
 
 	"github.com/peeragent/peeragent/state"
 )
 
 // globalTable names GoBGP's global RIB in policy assignments.
 //
-// Why global: GoBGP v3 consults per-peer import/export policies only for
+// Why global: GoBGP (v3, and v4 still: toPolicyInfo) consults per-peer import/export policies only for
 // route-server clients (other peers use the global table, and
 // SetPolicyAssignment refuses them). So each neighbor's policy is a global
 // policy whose every statement is guarded by a neighbor set holding just
@@ -49,7 +49,7 @@ func objectsFor(a netip.Addr, p state.Policy) (policyObjects, error) {
 		family:   unicastFamily(a),
 	}
 	out := policyObjects{neighbor: &api.DefinedSet{
-		DefinedType: api.DefinedType_NEIGHBOR,
+		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR,
 		Name:        b.neighbor,
 		List:        []string{netip.PrefixFrom(a, a.BitLen()).String()},
 	}}
@@ -70,8 +70,8 @@ func objectsFor(a netip.Addr, p state.Policy) (policyObjects, error) {
 	}
 	out.prefixes = b.prefixes
 	for _, d := range []directedPolicy{
-		{api.PolicyDirection_IMPORT, &api.Policy{Name: base + "-import", Statements: imp}},
-		{api.PolicyDirection_EXPORT, &api.Policy{Name: base + "-export", Statements: exp}},
+		{api.PolicyDirection_POLICY_DIRECTION_IMPORT, &api.Policy{Name: base + "-import", Statements: imp}},
+		{api.PolicyDirection_POLICY_DIRECTION_EXPORT, &api.Policy{Name: base + "-export", Statements: exp}},
 	} {
 		if len(d.policy.Statements) > 0 {
 			out.assigned = append(out.assigned, d)
@@ -89,7 +89,7 @@ type policyBuilder struct {
 // conditions every statement carries: this neighbor, this family.
 func (b *policyBuilder) conditions() *api.Conditions {
 	return &api.Conditions{
-		NeighborSet: &api.MatchSet{Type: api.MatchSet_ANY, Name: b.neighbor},
+		NeighborSet: &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: b.neighbor},
 		AfiSafiIn:   []*api.Family{{Afi: b.family.Afi, Safi: b.family.Safi}},
 	}
 }
@@ -137,7 +137,7 @@ func (b *policyBuilder) rule(name string, r state.Rule) ([]*api.Statement, error
 		return &api.Statement{Name: n, Conditions: c, Actions: &api.Actions{RouteAction: act}}
 	}
 	if !r.FromRemotePeers {
-		return []*api.Statement{stmt(name, api.Conditions_ROUTE_TYPE_NONE)}, nil
+		return []*api.Statement{stmt(name, api.Conditions_ROUTE_TYPE_UNSPECIFIED)}, nil
 	}
 	return []*api.Statement{
 		stmt(name+"-ebgp", api.Conditions_ROUTE_TYPE_EXTERNAL),
@@ -163,11 +163,11 @@ func (b *policyBuilder) nextHop(name, mode string) (*api.Statement, error) {
 func routeAction(a string) (api.RouteAction, error) {
 	switch a {
 	case "accept":
-		return api.RouteAction_ACCEPT, nil
+		return api.RouteAction_ROUTE_ACTION_ACCEPT, nil
 	case "reject":
-		return api.RouteAction_REJECT, nil
+		return api.RouteAction_ROUTE_ACTION_REJECT, nil
 	}
-	return api.RouteAction_NONE, fmt.Errorf("action %q is not accept or reject", a)
+	return api.RouteAction_ROUTE_ACTION_UNSPECIFIED, fmt.Errorf("action %q is not accept or reject", a)
 }
 
 // prefixSet maps Calico's operators: Equal is the exact prefix, In any
@@ -177,11 +177,11 @@ func routeAction(a string) (api.RouteAction, error) {
 // exact prefix has only one length, so Equal and NotEqual ignore them.
 func prefixSet(name string, r state.Rule) (*api.DefinedSet, api.MatchSet_Type, error) {
 	bits, full := uint32(r.Prefix.Bits()), uint32(r.Prefix.Addr().BitLen())
-	lo, hi, match := bits, bits, api.MatchSet_ANY
+	lo, hi, match := bits, bits, api.MatchSet_TYPE_ANY
 	switch r.Operator {
 	case "Equal":
 	case "NotEqual":
-		match = api.MatchSet_INVERT
+		match = api.MatchSet_TYPE_INVERT
 	case "In", "NotIn":
 		hi = full
 		if r.MinLen != 0 {
@@ -191,13 +191,13 @@ func prefixSet(name string, r state.Rule) (*api.DefinedSet, api.MatchSet_Type, e
 			hi = uint32(r.MaxLen)
 		}
 		if r.Operator == "NotIn" {
-			match = api.MatchSet_INVERT
+			match = api.MatchSet_TYPE_INVERT
 		}
 	default:
 		return nil, 0, fmt.Errorf("match operator %q is not Equal, NotEqual, In or NotIn", r.Operator)
 	}
 	return &api.DefinedSet{
-		DefinedType: api.DefinedType_PREFIX,
+		DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX,
 		Name:        name,
 		Prefixes:    []*api.Prefix{{IpPrefix: r.Prefix.Masked().String(), MaskLengthMin: lo, MaskLengthMax: hi}},
 	}, match, nil

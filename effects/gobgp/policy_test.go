@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	api "github.com/osrg/gobgp/v3/api"
+	api "github.com/osrg/gobgp/v4/api"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -23,10 +23,10 @@ func render(t *testing.T, a netip.Addr, o policyObjects) []string {
 		out = append(out, fmt.Sprintf("prefix-set %s %s %d..%d", s.Name, p.IpPrefix, p.MaskLengthMin, p.MaskLengthMax))
 	}
 	for _, d := range o.assigned {
-		out = append(out, fmt.Sprintf("%s %s", strings.ToLower(d.dir.String()), d.policy.Name))
+		out = append(out, fmt.Sprintf("%s %s", strings.ToLower(strings.TrimPrefix(d.dir.String(), "POLICY_DIRECTION_")), d.policy.Name))
 		for _, st := range d.policy.Statements {
 			c := st.Conditions
-			if c.NeighborSet.GetName() != o.neighbor.Name || c.NeighborSet.Type != api.MatchSet_ANY {
+			if c.NeighborSet.GetName() != o.neighbor.Name || c.NeighborSet.Type != api.MatchSet_TYPE_ANY {
 				t.Errorf("%s: neighbor condition %v", st.Name, c.NeighborSet)
 			}
 			if fam := unicastFamily(a); len(c.AfiSafiIn) != 1 || c.AfiSafiIn[0].Afi != fam.Afi || c.AfiSafiIn[0].Safi != fam.Safi {
@@ -43,12 +43,12 @@ func statementLine(st *api.Statement) string {
 	c, act := st.Conditions, st.Actions
 	if c.PrefixSet != nil {
 		op := "in"
-		if c.PrefixSet.Type == api.MatchSet_INVERT {
+		if c.PrefixSet.Type == api.MatchSet_TYPE_INVERT {
 			op = "not-in"
 		}
 		parts = append(parts, op, c.PrefixSet.Name)
 	}
-	if c.RouteType != api.Conditions_ROUTE_TYPE_NONE {
+	if c.RouteType != api.Conditions_ROUTE_TYPE_UNSPECIFIED {
 		parts = append(parts, "route-type", strings.ToLower(strings.TrimPrefix(c.RouteType.String(), "ROUTE_TYPE_")))
 	}
 	switch {
@@ -57,7 +57,7 @@ func statementLine(st *api.Statement) string {
 	case act.Nexthop.GetUnchanged():
 		parts = append(parts, "next-hop unchanged")
 	}
-	return strings.Join(append(parts, "->", strings.ToLower(act.RouteAction.String())), " ")
+	return strings.Join(append(parts, "->", routeActionName(act.RouteAction)), " ")
 }
 
 func TestObjectsFor(t *testing.T) {
@@ -184,4 +184,13 @@ func TestObjectsForRefusesWhatItCannotExpress(t *testing.T) {
 			}
 		})
 	}
+}
+
+// routeActionName is the action as the tests spell it: accept, reject, or
+// none for a statement that only modifies.
+func routeActionName(a api.RouteAction) string {
+	if a == api.RouteAction_ROUTE_ACTION_UNSPECIFIED {
+		return "none"
+	}
+	return strings.ToLower(strings.TrimPrefix(a.String(), "ROUTE_ACTION_"))
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/netip"
 
-	api "github.com/osrg/gobgp/v3/api"
+	api "github.com/osrg/gobgp/v4/api"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -128,6 +128,6 @@ func (e *Executor) refresh(ctx context.Context, a netip.Addr) error {
 		return nil
 	}
 	return ignoreAbsent(e.bgp.ResetPeer(ctx, &api.ResetPeerRequest{
-		Address: a.String(), Soft: true, Direction: api.ResetPeerRequest_BOTH,
+		Address: a.String(), Soft: true, Direction: api.ResetPeerRequest_DIRECTION_BOTH,
 	}))
 }

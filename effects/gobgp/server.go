@@ -5,65 +5,71 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 
-	api "github.com/osrg/gobgp/v3/api"
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/peeragent/peeragent/state"
 )
 
 var errNotRunning = errors.New("bgp server hasn't started yet")
 
-// startMu serialises StartBgp across executors: GoBGP v3's StartBgp
-// writes package variables (table.SelectionOptions, UseMultiplePaths), a
-// data race when two embedded servers start at once. Reads of them during
-// best-path selection are not covered, so one process should run one
-// speaker at a time, as the agent does (tests run theirs one test at a time).
-var startMu sync.Mutex
-
 // startServer starts the speaker with srv. Started with the same config
 // already, it does nothing; with another, it restarts.
+//
+// A GoBGP v4 BgpServer serves once: StopBgp ends its event loop for good
+// (Serve closes a channel it never re-creates), so every start is a new
+// BgpServer. That also means nothing survives a restart by accident: no
+// listener, no policy, no MD5 key on a listening socket.
 func (e *Executor) startServer(ctx context.Context, srv state.Server) error {
 	if e.running != nil && *e.running == srv {
 		return nil
 	}
 	if e.running != nil {
-		if err := e.stopServer(ctx); err != nil {
+		if err := e.stopServer(ctx, false); err != nil {
 			return err
 		}
 	}
-	startMu.Lock()
-	err := e.bgp.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
+	bgp := server.NewBgpServer(server.LoggerOption(e.glog, e.level))
+	go bgp.Serve()
+	err := bgp.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
 		Asn:             srv.ASN,
 		RouterId:        routerID(srv.RouterID),
 		ListenPort:      int32(srv.ListenPort),
 		ListenAddresses: e.listen,
 	}})
-	startMu.Unlock()
 	if err != nil {
 		// StartBgp opens its listeners one by one and leaves the ones it
-		// opened when a later one fails; close them so a retry can bind.
-		_ = e.bgp.StopBgp(ctx, &api.StopBgpRequest{})
+		// opened when a later one fails; stopping closes them (and ends
+		// this server's loop) so that a retry can bind.
+		_ = bgp.StopBgp(context.Background(), &api.StopBgpRequest{})
 		return err
 	}
 	s := srv
-	e.running = &s
-	// StartBgp re-initialises GoBGP's policy tables: nothing is installed.
+	e.bgp, e.running = bgp, &s
 	e.policies = map[netip.Addr]installed{}
 	e.peers = map[netip.Addr]reflector{}
+	e.sessions.attach(bgp)
 	return nil
 }
 
 // stopServer stops the speaker: every peer goes, with its session.
-// Stopping a stopped speaker is success.
-func (e *Executor) stopServer(ctx context.Context) error {
-	if err := e.bgp.StopBgp(ctx, &api.StopBgpRequest{}); err != nil {
-		return err
+// graceful leaves out the NOTIFICATION to neighbors that negotiated
+// graceful restart, so that they keep this node's routes (as stale) until
+// it comes back (RFC 4724); a hard stop tells every neighbor. Stopping a
+// stopped speaker is success.
+func (e *Executor) stopServer(ctx context.Context, graceful bool) error {
+	if e.bgp == nil {
+		return nil
 	}
-	e.running = nil
+	err := e.bgp.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: graceful})
+	// Whatever StopBgp said, this server is done with: its loop ends with
+	// the request, and a new start makes a new server.
+	e.sessions.detach()
+	e.bgp, e.running = nil, nil
 	e.policies = map[netip.Addr]installed{}
 	e.peers = map[netip.Addr]reflector{}
-	return nil
+	return err
 }
 
 func (e *Executor) requireRunning() error {
@@ -84,4 +90,13 @@ func routerID(a netip.Addr) string {
 
 func describeServer(srv state.Server) string {
 	return fmt.Sprintf("AS %d, router ID %s, port %d", srv.ASN, routerID(srv.RouterID), srv.ListenPort)
+}
+
+// Speaker is the running GoBGP server, nil while stopped: for tests and
+// diagnostics that read the speaker's own tables. Writing to it behind
+// the executor's back breaks the executor's records.
+func (e *Executor) Speaker() *server.BgpServer {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.bgp
 }

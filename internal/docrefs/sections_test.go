@@ -23,9 +23,10 @@ var (
 	heading  = regexp.MustCompile(`^##+ (\d+(?:\.\d+)*)\.? `)
 	listItem = regexp.MustCompile(`^(\d+)\. `)
 	// What a reader of the repository cannot open: the project card's
-	// documents outside it, and the project's own issue numbers (cite an
-	// upstream issue as owner/repo#N instead).
-	unreachable = regexp.MustCompile(`\.\./shared/|(?i)\bissues? #?\d+\b`)
+	// documents outside it (by path or by their old upper-case names), and
+	// the project's own issue numbers (cite an upstream issue as
+	// owner/repo#N instead).
+	unreachable = regexp.MustCompile(`\.\./shared/|\b(SEMANTICS|DESIGN|ROUTES)(\.md\b| ?§)|(?i)\bissues? #?\d+\b`)
 )
 
 // sections parses the § numbers a contract document defines.

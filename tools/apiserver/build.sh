@@ -56,7 +56,9 @@ export GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
 "$GO" build -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 "$GO" build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
 "$tmp/kube-apiserver" --version >&2
-"$tmp/etcd" --version | head -n 1 >&2
+# sed reads to the end: with head, etcd could die of SIGPIPE, and pipefail
+# would fail a good build at random.
+"$tmp/etcd" --version | sed -n 1p >&2
 
 rm -rf "$dest"
 mv "$tmp" "$dest"
