@@ -82,22 +82,51 @@ func (t *tx) password(k string, n *state.Neighbor, ref *state.SecretKeyRef) *sta
 	}
 	r := *ref
 	n.PasswordRef = &r
+	what := fmt.Sprintf("secret %s/%s key %s", t.s.Options.Namespace, ref.Name, ref.Key)
+	why := ""
 	if sec, ok := t.s.Inputs.Secrets.Get(ref.Name); ok {
 		if v, ok := sec.Data[ref.Key]; ok {
-			n.Password = v
-			return nil
+			if why = unusableKey(v); why == "" {
+				n.Password = v
+				return nil
+			}
 		}
 	}
-	if ref.Optional {
+	switch {
+	case ref.Optional && why == "":
 		return nil
+	case ref.Optional:
+		return &state.Problem{Reason: fmt.Sprintf("neighbor %s: %s %s; no password (the reference is optional)", n.Address, what, why)}
+	case why == "":
+		why = "is missing"
 	}
-	what := fmt.Sprintf("secret %s/%s key %s", t.s.Options.Namespace, ref.Name, ref.Key)
 	if sess, ok := t.s.Out.Sessions.Get(k); ok && sess.Applied != nil {
 		n.Password = sess.Applied.Password
-		return &state.Problem{Reason: fmt.Sprintf("neighbor %s: %s is missing; keeping the last applied password", n.Address, what)}
+		return &state.Problem{Reason: fmt.Sprintf("neighbor %s: %s %s; keeping the last applied password", n.Address, what, why)}
 	}
 	n.Waiting = what
+	if why != "is missing" {
+		return &state.Problem{Reason: fmt.Sprintf("neighbor %s waiting for %s: it %s", n.Address, what, why)}
+	}
 	return &state.Problem{Reason: fmt.Sprintf("neighbor %s waiting for %s", n.Address, what)}
+}
+
+// MaxPasswordLen is Linux's TCP_MD5SIG_MAXKEYLEN, Calico's documented limit:
+// the kernel refuses a longer key, and GoBGP then only logs it and brings
+// the session up without authentication.
+const MaxPasswordLen = 80
+
+// unusableKey says why a Secret value cannot be a TCP-MD5 key ("" when it
+// can): such a value counts as missing (SEMANTICS.md §4), never as "no
+// password".
+func unusableKey(v state.Password) string {
+	switch n := v.Len(); {
+	case n == 0:
+		return "is empty"
+	case n > MaxPasswordLen:
+		return fmt.Sprintf("is %d bytes long, more than the %d a TCP-MD5 key may have", n, MaxPasswordLen)
+	}
+	return ""
 }
 
 // updateDeps keeps the secret and filter indexes (and so the set of
