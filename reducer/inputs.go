@@ -190,6 +190,9 @@ func validateConfig(c *state.BGPConfiguration) []state.Problem {
 	if c.ASNumber != 0 {
 		checkASN(c.ASNumber, "asNumber", bad)
 	}
+	if c.NodeMeshMaxRestartTime != nil {
+		checkRestartTime(c.NodeMeshMaxRestartTime.Duration, "nodeMeshMaxRestartTime", bad)
+	}
 	if strings.HasPrefix(c.Name, "node.") {
 		if c.ASNumber != 0 || c.NodeToNodeMeshEnabled != nil || c.NodeMeshPassword != nil || c.NodeMeshMaxRestartTime != nil {
 			bad("a per-node configuration may set only listenPort and logSeverityScreen; the rest is ignored")

@@ -120,7 +120,7 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 		}
 		probs = t.peerSettings(n, p, c)
 	}
-	n.GracefulRestartSeconds = uint32(restart / time.Second)
+	n.GracefulRestartSeconds = uint32(restartSeconds(restart) / time.Second)
 	if n.PeerASN != n.LocalASN && n.TTLMin == 0 {
 		n.EBGPMultihopTTL = 255
 	}
