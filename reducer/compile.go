@@ -20,6 +20,7 @@ func compilePeer(p *state.BGPPeer) (*state.PeerEntry, []state.Problem) {
 	bad := func(format string, args ...any) {
 		probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf(format, args...)})
 	}
+	checkUnsupported(p.Unsupported, bad)
 	if p.Node != "" && p.NodeSelector != "" {
 		bad("node and nodeSelector are both set")
 	}
@@ -141,9 +142,48 @@ func checkEnums(p *state.BGPPeer, bad func(string, ...any)) {
 	}
 }
 
+// nodeAnnotations are the Calico annotations of a Node, as fields of state.Node.
+var nodeAnnotations = []struct {
+	name string
+	text func(*state.Node) *string
+}{
+	{"projectcalico.org/IPv4Address", func(n *state.Node) *string { return &n.IPv4Address }},
+	{"projectcalico.org/IPv6Address", func(n *state.Node) *string { return &n.IPv6Address }},
+	{"projectcalico.org/ASNumber", func(n *state.Node) *string { return &n.ASNumber }},
+	{"projectcalico.org/RouteReflectorClusterID", func(n *state.Node) *string { return &n.RRClusterID }},
+}
+
 // compileNode parses a node's Calico annotations. A malformed annotation is
 // a problem and is treated as absent; the rest of the node still counts.
-func compileNode(n *state.Node) (*state.NodeEntry, []state.Problem) {
+// With prev (this node's previous entry), a malformed annotation keeps
+// prev's value instead (SEMANTICS.md §7: a typo never restarts the speaker
+// with a default): Spec then holds that value's text, Rejected the node.
+func compileNode(n *state.Node, prev *state.NodeEntry) (*state.NodeEntry, []state.Problem) {
+	e, probs := parseNode(n)
+	if prev == nil || len(probs) == 0 {
+		return e, probs
+	}
+	spec, kept := *n, false
+	for _, f := range nodeAnnotations {
+		probe := state.Node{Name: n.Name}
+		*f.text(&probe) = *f.text(n)
+		last := *f.text(prev.Spec)
+		if _, bad := parseNode(&probe); len(bad) == 0 || last == "" {
+			continue
+		}
+		*f.text(&spec), kept = last, true
+		probs = append(probs, state.Problem{Object: "node/" + n.Name, Reason: fmt.Sprintf(
+			"annotation %s: keeping its last valid version %q until it is fixed", f.name, last)})
+	}
+	if !kept {
+		return e, probs
+	}
+	e, _ = parseNode(&spec)
+	e.Rejected = n
+	return e, probs
+}
+
+func parseNode(n *state.Node) (*state.NodeEntry, []state.Problem) {
 	e := &state.NodeEntry{Spec: n, ClusterID: n.RRClusterID}
 	var probs []state.Problem
 	bad := func(format string, args ...any) {
@@ -225,3 +265,12 @@ func checkRestartTime(d time.Duration, field string, bad func(string, ...any)) {
 // converts it for BIRD (500ms is 1s, not 0, which would turn graceful
 // restart off).
 func restartSeconds(d time.Duration) time.Duration { return d.Round(time.Second) }
+
+// checkUnsupported names the fields a source found that this agent does
+// not support: applying the object without them would do something else
+// than asked, so it is invalid (SEMANTICS.md §7).
+func checkUnsupported(fields []string, bad func(string, ...any)) {
+	if len(fields) > 0 {
+		bad("unsupported field %s: this agent cannot apply it, so the object is not used", strings.Join(fields, ", "))
+	}
+}

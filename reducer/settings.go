@@ -41,19 +41,33 @@ func (t *tx) families(v6 bool) []string {
 }
 
 // policy builds the neighbor's own policy from its BGPFilters, in the
-// user's order, for its family only. A missing or invalid filter is left
-// out whole and reported on the BGPPeer.
+// user's order, for its family only. A filter that does not exist or was
+// never valid holds the neighbor back (a policy without it would accept or
+// reject other routes); one that became invalid or was deleted while in
+// use keeps its last version applied. Each is a problem on the BGPPeer.
 func (t *tx) policy(n *state.Neighbor, p *state.PeerEntry) []state.Problem {
 	var probs []state.Problem
 	obj := "bgppeer/" + p.Spec.Name
+	hold := func(what, reason string) {
+		if n.Waiting == "" {
+			n.Waiting = what
+		}
+		probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("neighbor %s held back: %s", n.Address, reason)})
+	}
 	for _, name := range p.Spec.Filters {
 		n.Filters = append(n.Filters, name)
 		f, ok := t.s.Inputs.Filters.Get(name)
 		switch {
+		case ok && f.RejectedReason != "":
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("filter %s is invalid (%s); %s", name, f.RejectedReason, keptText)})
+		case ok && f.Deleted:
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("filter %s was deleted; keeping its last version applied while this BGPPeer names it", name)})
+		}
+		switch {
 		case !ok:
-			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("filter %s does not exist; ignored until it does", name)})
+			hold("filter "+name, fmt.Sprintf("filter %s does not exist", name))
 		case f.Invalid != "":
-			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("filter %s not applied: %s", name, f.Invalid)})
+			hold("filter "+name, fmt.Sprintf("filter %s is invalid: %s", name, f.Invalid))
 		case n.Address.Is6():
 			n.Policy.Import = append(n.Policy.Import, f.ImportV6...)
 			n.Policy.Export = append(n.Policy.Export, f.ExportV6...)
@@ -152,6 +166,7 @@ func (t *tx) updateDeps(k string, old, n *state.Neighbor) {
 	for _, f := range of {
 		if !contains(nf, f) {
 			idx.FilterUsers = t.unuse(idx.FilterUsers, f, k, false)
+			t.dropDeletedFilter(f)
 		}
 	}
 	for _, f := range nf {
@@ -203,4 +218,14 @@ func (t *tx) unuse(m users, name, k string, watch bool) users {
 		t.s.Out.Watches = t.s.Out.Watches.Delete(name)
 	}
 	return m.Delete(name)
+}
+
+// dropDeletedFilter removes a deleted filter once no neighbor uses it.
+func (t *tx) dropDeletedFilter(name string) {
+	in := &t.s.Inputs
+	if f, ok := in.Filters.Get(name); ok && f.Deleted {
+		if _, used := t.s.Index.FilterUsers.Get(name); !used {
+			in.Filters = in.Filters.Delete(name)
+		}
+	}
 }
