@@ -48,6 +48,10 @@ func (d *fileDecoder) problem(pos docPos, line int, detail string, secrets []str
 
 func (d *fileDecoder) document(doc manifestDoc) {
 	pos := docPos{line: doc.line, start: doc.start}
+	if why := checkExpansion(doc.text); why != "" {
+		d.problem(pos, pos.line, why, nil)
+		return
+	}
 	tree, err := parseManifestTree(doc.text)
 	if err != nil {
 		line, detail := yamlSyntaxProblem(err)
