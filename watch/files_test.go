@@ -220,10 +220,9 @@ func TestLoadDirProblems(t *testing.T) {
 			peers: []state.BGPPeer{filePeer("good-1", 65001)},
 			want: []state.Problem{{Object: "file/a.yaml",
 				Reason: `line 9: BGPPeer "bad" (projectcalico.org/v3): invalid AS Number format (foo)`}}},
-		{name: "misspelt-field-rejects-calico-object", files: map[string]string{
+		{name: "misspelt-field-is-carried-as-unsupported", files: map[string]string{
 			"a.yaml": "apiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: typo}\nspec: {nodeSelecter: x == 'y', peerIP: 192.0.2.1}\n"},
-			want: []state.Problem{{Object: "file/a.yaml",
-				Reason: `line 1: BGPPeer "typo" (projectcalico.org/v3): json: unknown field "nodeSelecter"`}}},
+			peers: []state.BGPPeer{{Name: "typo", PeerIP: "192.0.2.1", Unsupported: []string{"spec.nodeSelecter"}}}},
 		{name: "duplicate-field-rejects-calico-object", files: map[string]string{
 			"a.yaml": "apiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: twice}\nspec:\n  asNumber: 1\n  asNumber: 2\n"},
 			want: []state.Problem{{Object: "file/a.yaml",
