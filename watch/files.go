@@ -17,9 +17,10 @@ package watch
 //     Read: BGPPeer, BGPConfiguration and BGPFilter in
 //     crd.projectcalico.org/v1 or projectcalico.org/v3 (one object, either
 //     group, side by side), core v1 Node and v1 Secret, and v1 List (as
-//     `kubectl get -o yaml` writes) of those. Secrets are taken whatever
-//     namespace they name, or none: the directory is the agent's own, and a
-//     Secret is known by name, as a BGPPeer's secretKeyRef names it.
+//     `kubectl get -o yaml` writes) of those. Secrets are taken from the
+//     agent's namespace, or with none (the directory is the agent's own); a
+//     Secret of another namespace is a problem and is not read (SEMANTICS
+//     §1), so it can never stand in for the agent's own.
 //     Ignored silently: every other kind, including Calico kinds that are
 //     not BGP ones (IPPool, FelixConfiguration...), so a directory can also
 //     hold other manifests. A problem: a BGP-looking kind this agent does
@@ -109,11 +110,16 @@ func (o *Objects) sortByName() {
 // problems of every file in file order. A directory that cannot be listed
 // is one problem on "file/." and no objects.
 func LoadDir(dir string) (Objects, []state.Problem) {
+	return LoadDirIn(dir, state.DefaultNamespace)
+}
+
+// LoadDirIn is LoadDir for an agent whose Secrets are in namespace.
+func LoadDirIn(dir, namespace string) (Objects, []state.Problem) {
 	files, err := readManifestDir(dir)
 	if err != nil {
 		return Objects{}, []state.Problem{dirProblem(err)}
 	}
-	objs, probs := loadFiles(files)
+	objs, probs := loadFiles(files, namespace)
 	var out []state.Problem
 	for _, f := range files {
 		out = append(out, probs[fileSource(f.name)]...)
@@ -141,9 +147,9 @@ func dirProblem(err error) state.Problem {
 // loadFiles decodes files, in order, into Objects and the problems of each
 // file that has any, by source. The first definition of a kind and name
 // wins; later ones are problems on their own file.
-func loadFiles(files []fileInput) (Objects, map[string][]state.Problem) {
+func loadFiles(files []fileInput, namespace string) (Objects, map[string][]state.Problem) {
 	return loadFilesRetaining(files, nil, func(f fileInput) ([]manifestObject, []fileProblem) {
-		return decodeManifest(f.data)
+		return decodeManifestIn(f.data, namespace)
 	})
 }
 

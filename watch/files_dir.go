@@ -49,6 +49,9 @@ type Dir struct {
 	// Interval is the poll period (DirPollInterval when zero). Set it
 	// before Run.
 	Interval time.Duration
+	// Namespace is the agent's: Secrets of another are not read
+	// (state.DefaultNamespace when empty). Set it before Run.
+	Namespace string
 
 	dir string
 	log *slog.Logger
@@ -277,7 +280,11 @@ func (r *dirReload) decode(f fileInput) ([]manifestObject, []fileProblem) {
 	if c, ok := r.cache[f.name]; ok && bytes.Equal(c.data, f.data) {
 		return c.objs, c.fps
 	}
-	objs, fps := decodeManifest(f.data)
+	ns := r.d.Namespace
+	if ns == "" {
+		ns = state.DefaultNamespace
+	}
+	objs, fps := decodeManifestIn(f.data, ns)
 	if _, live := r.files[f.name]; live {
 		r.cache[f.name] = decoded{data: f.data, objs: objs, fps: fps}
 	}

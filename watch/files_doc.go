@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/peeragent/peeragent/state"
 )
 
 // fileProblem is a problem of one file, at a line (0: the whole file).
@@ -17,8 +19,9 @@ type fileProblem struct {
 // fileDecoder decodes the documents of one manifest file, collecting its
 // objects and problems.
 type fileDecoder struct {
-	objects  []manifestObject
-	problems []fileProblem
+	namespace string // the agent's: Secrets of another namespace are not read
+	objects   []manifestObject
+	problems  []fileProblem
 }
 
 // docPos is where an object being decoded sits: the document's content
@@ -31,7 +34,12 @@ type docPos struct {
 // decodeManifest decodes every document of a file. A document that cannot
 // be read is a problem and is skipped; the others still load.
 func decodeManifest(data []byte) ([]manifestObject, []fileProblem) {
-	d := &fileDecoder{}
+	return decodeManifestIn(data, state.DefaultNamespace)
+}
+
+// decodeManifestIn is decodeManifest for an agent in namespace.
+func decodeManifestIn(data []byte, namespace string) ([]manifestObject, []fileProblem) {
+	d := &fileDecoder{namespace: namespace}
 	for _, doc := range splitManifest(data) {
 		d.document(doc)
 	}
@@ -86,6 +94,10 @@ func (d *fileDecoder) object(tree any, raw []byte, pos docPos, secrets []string)
 	}
 	meta, _ := m["metadata"].(map[string]any)
 	label := manifestLabel(apiVersion, kind, meta)
+	if ns, _ := meta["namespace"].(string); mk.kind == state.KindSecret && ns != "" && ns != d.namespace {
+		d.problem(pos, pos.line, fmt.Sprintf("%s ignored: password Secrets are read from the agent's namespace %q only", label, d.namespace), secrets)
+		return
+	}
 	value, name, err := mk.decode(raw)
 	if err != nil {
 		line, detail := pos.decodeError(err)

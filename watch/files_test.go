@@ -325,3 +325,24 @@ func TestLoadObjectsActions(t *testing.T) {
 		t.Errorf("actions (-want +got):\n%s", d)
 	}
 }
+
+// TestManifestSecretOtherNamespace: a Secret "s" of another namespace in a
+// file that sorts first used to stand in for the agent namespace's "s"; it
+// is now a problem and is not read, and the agent's own "s" loads.
+func TestManifestSecretOtherNamespace(t *testing.T) {
+	dir := t.TempDir()
+	writeManifests(t, dir, map[string]string{
+		"0-evil.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: evil-ns}\nstringData: {k: attacker}\n",
+		"1-own.yaml":  "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: calico-vpp-dataplane}\nstringData: {k: own}\n",
+	})
+	objs, probs := LoadDir(dir)
+	want := []state.Secret{{Name: "s", Data: map[string]state.Password{"k": state.NewPassword("own")}}}
+	if d := cmp.Diff(want, objs.Secrets, fileCmp); d != "" {
+		t.Errorf("secrets (-want +got):\n%s", d)
+	}
+	wantProbs := []state.Problem{{Object: "file/0-evil.yaml", Reason: `line 1: Secret "s" (namespace "evil-ns") ignored: ` +
+		`password Secrets are read from the agent's namespace "calico-vpp-dataplane" only`}}
+	if d := cmp.Diff(wantProbs, probs); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+}
