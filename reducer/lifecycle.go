@@ -33,7 +33,7 @@ var Lifecycle = fsm.Events{
 	{Name: evConfigure, Src: []string{pNew, pWaiting, pFail, pDeleting, pConfiguring, pConfigured, pEstablished, pUpdating}, Dst: pConfiguring},
 	{Name: evUpdate, Src: []string{pConfigured, pEstablished, pUpdating, pConfiguring, pFail}, Dst: pUpdating},
 	{Name: evApplied, Src: []string{pConfiguring, pUpdating, pFail}, Dst: pConfigured},
-	{Name: evFail, Src: []string{pConfiguring, pUpdating, pDeleting, pFail, pWaiting}, Dst: pFail},
+	{Name: evFail, Src: []string{pConfiguring, pUpdating, pDeleting, pFail, pWaiting, pConfigured, pEstablished}, Dst: pFail},
 	{Name: evUp, Src: []string{pConfigured}, Dst: pEstablished},
 	{Name: evDown, Src: []string{pEstablished}, Dst: pConfigured},
 	{Name: evDelete, Src: []string{pWaiting, pConfiguring, pConfigured, pEstablished, pUpdating, pFail}, Dst: pDeleting},
@@ -97,6 +97,10 @@ func (t *tx) step(k string, old, n *state.Neighbor) {
 	}
 	t.s.Seq++
 	s.Gen, s.Op, s.Retry = t.s.Seq, op, 0
+	if s.MD5FailuresSeen { // a new config (a new password) starts afresh
+		s.MD5FailuresSeen = false
+		t.setProblems("md5/"+k, nil)
+	}
 	s.Route = routeState(s.Route, old, n)
 	t.move(s, ev)
 	t.s.Out.Sessions = t.s.Out.Sessions.Set(k, s)

@@ -55,7 +55,11 @@ type State struct {
 	// ServerRetry is bumped by a RetryDue for the server (zero address)
 	// while it failed to start: a one-shot request Diff turns into a new
 	// StartServer and the re-adding of every neighbor.
-	ServerRetry uint64  `json:"serverRetry,omitempty"`
+	ServerRetry uint64 `json:"serverRetry,omitempty"`
+	// MD5Failures is the kernel's TCP-MD5 failure count as last observed;
+	// OptmemMax is net.core.optmem_max (0: not known).
+	MD5Failures uint64  `json:"md5Failures,omitempty"`
+	OptmemMax   int64   `json:"optmemMax,omitempty"`
 	Inputs      Inputs  `json:"-"`
 	Out         Derived `json:"-"`
 	Index       Index   `json:"-"`
