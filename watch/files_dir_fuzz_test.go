@@ -21,7 +21,7 @@ const (
 
 // FuzzManifestDir runs the manifest directory as a whole on random files:
 // three files of random content, names and kinds (by extension), one of
-// them possibly repeated up to several MiB, rewritten and removed between
+// them possibly repeated up to 1 MiB, rewritten and removed between
 // polls. Each poll must end within fuzzPollTime and allocate under
 // fuzzPollAlloc, never panic, and dispatch only well-formed actions.
 func FuzzManifestDir(f *testing.F) {
@@ -38,7 +38,7 @@ func FuzzManifestDir(f *testing.F) {
 		}
 		big := c
 		if mode&1 != 0 && len(c) > 0 {
-			big = bytes.Repeat(c, min(int(repeat), (8<<20)/len(c)))
+			big = bytes.Repeat(c, min(int(repeat), (1<<20)/len(c)))
 		}
 		write := func(name string, data []byte) {
 			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
