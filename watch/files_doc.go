@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -63,6 +64,9 @@ func (d *fileDecoder) document(doc manifestDoc) {
 	tree, err := parseManifestTree(doc.text)
 	if err != nil {
 		line, detail := yamlSyntaxProblem(err)
+		if line == 0 {
+			line = controlCharLine(doc.text) // go-yaml gives none for a NUL byte
+		}
 		d.problem(pos, min(pos.absolute(line), doc.lastLine()), detail, nil)
 		return
 	}
@@ -173,4 +177,15 @@ func trimYAMLPrefixes(msg string) string {
 		}
 	}
 	return msg
+}
+
+// controlCharLine is the line (in the document, from 1) of its first
+// control character that YAML refuses, or 0 when there is none.
+func controlCharLine(text []byte) int {
+	for i, c := range text {
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
+			return 1 + bytes.Count(text[:i], []byte("\n"))
+		}
+	}
+	return 0
 }

@@ -346,3 +346,14 @@ func TestManifestSecretOtherNamespace(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", d)
 	}
 }
+
+// TestNULByteLine: a NUL byte on line 4 used to be reported on line 1.
+func TestNULByteLine(t *testing.T) {
+	dir := t.TempDir()
+	writeManifests(t, dir, map[string]string{"a.yaml": "# c\n---\napiVersion: v1\nkind: Node\nmetadata: {name: \"a\x00b\"}\n"})
+	_, probs := LoadDir(dir)
+	want := []state.Problem{{Object: "file/a.yaml", Reason: "line 5: invalid YAML: control characters are not allowed"}}
+	if d := cmp.Diff(want, probs); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+}
