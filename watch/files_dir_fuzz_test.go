@@ -26,7 +26,7 @@ const (
 // fuzzPollAlloc, never panic, and dispatch only well-formed actions.
 func FuzzManifestDir(f *testing.F) {
 	f.Add([]byte(manifestPeer("projectcalico.org/v3", "a", "65001")), []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {k: v}\n"),
-		[]byte(aliasBomb()), uint8(0), uint16(1))
+		[]byte("a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b]\n"), uint8(0), uint16(1))
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Node, metadata: {name: n}}]\n"),
 		[]byte("{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"BGPFilter\",\"metadata\":{\"name\":\"f\"}}"),
 		[]byte("a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n"), uint8(7), uint16(4000))
