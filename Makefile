@@ -95,3 +95,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME) ./state/pmap
 	$(GO) test -run '^$$' -fuzz '^FuzzReduce$$' -fuzztime $(FUZZTIME) ./reducer
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadDocument$$' -fuzztime $(FUZZTIME) ./watch
+	$(GO) test -run '^$$' -fuzz '^FuzzManifestDir$$' -fuzztime $(FUZZTIME) -parallel 1 ./watch

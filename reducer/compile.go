@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/peeragent/peeragent/selector"
 	"github.com/peeragent/peeragent/state"
@@ -19,6 +20,7 @@ func compilePeer(p *state.BGPPeer) (*state.PeerEntry, []state.Problem) {
 	bad := func(format string, args ...any) {
 		probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf(format, args...)})
 	}
+	checkUnsupported(p.Unsupported, bad)
 	if p.Node != "" && p.NodeSelector != "" {
 		bad("node and nodeSelector are both set")
 	}
@@ -41,6 +43,9 @@ func compilePeer(p *state.BGPPeer) (*state.PeerEntry, []state.Problem) {
 		bad("numAllowedLocalASNumbers %d out of range 0-10", p.NumAllowedLocalASNumbers)
 	}
 	checkEnums(p, bad)
+	if p.MaxRestartTime != nil {
+		checkRestartTime(p.MaxRestartTime.Duration, "maxRestartTime", bad)
+	}
 	if p.ReachableBy != "" {
 		a, err := netip.ParseAddr(p.ReachableBy)
 		if err != nil || a.Zone() != "" {
@@ -66,6 +71,10 @@ func compilePeerIP(e *state.PeerEntry, bad func(string, ...any)) {
 		bad("%v", err)
 		return
 	}
+	if why := specialAddr(ip); why != "" {
+		bad("peerIP %q is %s: no neighbor can have it", p.PeerIP, why)
+		return
+	}
 	e.IP, e.Port = ip, port
 	if p.ASNumber == 0 {
 		bad("asNumber is required with peerIP")
@@ -77,17 +86,22 @@ func compilePeerIP(e *state.PeerEntry, bad func(string, ...any)) {
 // parsePeerIP reads IP, IPv4:port or [IPv6]:port. Hostnames are refused:
 // the agent never resolves DNS for a peer.
 func parsePeerIP(s string) (netip.Addr, uint16, error) {
-	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
-		return a.Unmap(), 0, nil
+	var port uint16
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return netip.Addr{}, 0, fmt.Errorf("peerIP %q is not an IP, IPv4:port or [IPv6]:port (hostnames are not resolved)", s)
+		}
+		if ap.Port() == 0 {
+			return netip.Addr{}, 0, fmt.Errorf("peerIP %q has port 0", s)
+		}
+		a, port = ap.Addr(), ap.Port()
 	}
-	ap, err := netip.ParseAddrPort(s)
-	if err != nil || ap.Addr().Zone() != "" {
-		return netip.Addr{}, 0, fmt.Errorf("peerIP %q is not an IP, IPv4:port or [IPv6]:port (hostnames are not resolved)", s)
+	if a.Zone() != "" {
+		return netip.Addr{}, 0, fmt.Errorf("peerIP %q has an IPv6 zone (%%%s); a neighbor is named by its address alone", s, a.Zone())
 	}
-	if ap.Port() == 0 {
-		return netip.Addr{}, 0, fmt.Errorf("peerIP %q has port 0", s)
-	}
-	return ap.Addr().Unmap(), ap.Port(), nil
+	return a.Unmap(), port, nil
 }
 
 func parseSel(text, field string, bad func(string, ...any)) state.Matcher {
@@ -128,9 +142,48 @@ func checkEnums(p *state.BGPPeer, bad func(string, ...any)) {
 	}
 }
 
+// nodeAnnotations are the Calico annotations of a Node, as fields of state.Node.
+var nodeAnnotations = []struct {
+	name string
+	text func(*state.Node) *string
+}{
+	{"projectcalico.org/IPv4Address", func(n *state.Node) *string { return &n.IPv4Address }},
+	{"projectcalico.org/IPv6Address", func(n *state.Node) *string { return &n.IPv6Address }},
+	{"projectcalico.org/ASNumber", func(n *state.Node) *string { return &n.ASNumber }},
+	{"projectcalico.org/RouteReflectorClusterID", func(n *state.Node) *string { return &n.RRClusterID }},
+}
+
 // compileNode parses a node's Calico annotations. A malformed annotation is
 // a problem and is treated as absent; the rest of the node still counts.
-func compileNode(n *state.Node) (*state.NodeEntry, []state.Problem) {
+// With prev (this node's previous entry), a malformed annotation keeps
+// prev's value instead (docs/semantics.md §7: a typo never restarts the speaker
+// with a default): Spec then holds that value's text, Rejected the node.
+func compileNode(n *state.Node, prev *state.NodeEntry) (*state.NodeEntry, []state.Problem) {
+	e, probs := parseNode(n)
+	if prev == nil || len(probs) == 0 {
+		return e, probs
+	}
+	spec, kept := *n, false
+	for _, f := range nodeAnnotations {
+		probe := state.Node{Name: n.Name}
+		*f.text(&probe) = *f.text(n)
+		last := *f.text(prev.Spec)
+		if _, bad := parseNode(&probe); len(bad) == 0 || last == "" {
+			continue
+		}
+		*f.text(&spec), kept = last, true
+		probs = append(probs, state.Problem{Object: "node/" + n.Name, Reason: fmt.Sprintf(
+			"annotation %s: keeping its last valid version %q until it is fixed", f.name, last)})
+	}
+	if !kept {
+		return e, probs
+	}
+	e, _ = parseNode(&spec)
+	e.Rejected = n
+	return e, probs
+}
+
+func parseNode(n *state.Node) (*state.NodeEntry, []state.Problem) {
 	e := &state.NodeEntry{Spec: n, ClusterID: n.RRClusterID}
 	var probs []state.Problem
 	bad := func(format string, args ...any) {
@@ -168,9 +221,56 @@ func parseNodeAddr(s string, v4 bool, field string, bad func(string, ...any)) ne
 		return netip.Addr{}
 	}
 	a = a.Unmap()
-	if a.Is4() != v4 || a.Zone() != "" {
+	if a.Zone() != "" {
+		bad("annotation %s %q has an IPv6 zone; a node address has none", field, s)
+		return netip.Addr{}
+	}
+	if a.Is4() != v4 {
 		bad("annotation %s %q is in the wrong address family", field, s)
 		return netip.Addr{}
 	}
 	return a
+}
+
+// specialAddr says why no BGP neighbor can have address a ("" when one can):
+// unspecified, multicast or the limited broadcast address.
+func specialAddr(a netip.Addr) string {
+	switch {
+	case a.IsUnspecified():
+		return "the unspecified address"
+	case a.IsMulticast():
+		return "a multicast address"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "the limited broadcast address"
+	}
+	return ""
+}
+
+// maxRestartTime is the largest graceful-restart time BGP can carry: the
+// Restart Time field of the capability has 12 bits (RFC 4724).
+const maxRestartTime = 4095 * time.Second
+
+// checkRestartTime refuses what cannot be a graceful-restart time, after
+// Calico's rounding to the nearest whole second.
+func checkRestartTime(d time.Duration, field string, bad func(string, ...any)) {
+	switch r := restartSeconds(d); {
+	case d < 0:
+		bad("%s %s is negative", field, d)
+	case r > maxRestartTime:
+		bad("%s %s is over %ds, the most a BGP graceful-restart time can be", field, d, int(maxRestartTime/time.Second))
+	}
+}
+
+// restartSeconds rounds a duration to the nearest whole second, as Calico
+// converts it for BIRD (500ms is 1s, not 0, which would turn graceful
+// restart off).
+func restartSeconds(d time.Duration) time.Duration { return d.Round(time.Second) }
+
+// checkUnsupported names the fields a source found that this agent does
+// not support: applying the object without them would do something else
+// than asked, so it is invalid (docs/semantics.md §7).
+func checkUnsupported(fields []string, bad func(string, ...any)) {
+	if len(fields) > 0 {
+		bad("unsupported field %s: this agent cannot apply it, so the object is not used", strings.Join(fields, ", "))
+	}
 }

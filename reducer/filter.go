@@ -3,6 +3,7 @@ package reducer
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -12,6 +13,10 @@ import (
 // first-match list would change what the rest means.
 func compileFilter(f *state.BGPFilter) *state.FilterEntry {
 	e := &state.FilterEntry{Spec: f}
+	if len(f.Unsupported) > 0 {
+		e.Invalid = fmt.Sprintf("unsupported field %s: this agent cannot apply it", strings.Join(f.Unsupported, ", "))
+		return e
+	}
 	lists := []struct {
 		name string
 		in   []state.FilterRule

@@ -11,10 +11,17 @@ import (
 
 func (t *tx) upsertPeer(p *state.BGPPeer) {
 	in := &t.s.Inputs
-	if old, ok := in.Peers.Get(p.Name); ok && reflect.DeepEqual(old.Spec, p) {
+	old, had := in.Peers.Get(p.Name)
+	if had && reflect.DeepEqual(upserted(old.Spec, old.Rejected), p) {
 		return
 	}
 	e, probs := compilePeer(p)
+	if !e.Valid && had && old.Valid {
+		kept := *old
+		kept.Rejected = p
+		e = &kept
+		probs = append(probs, keptProblem(bgpPeerObject(p.Name)))
+	}
 	in.Peers = in.Peers.Set(p.Name, e)
 	t.setProblems(peerBucket(p.Name), probs)
 	t.refreshPeer(p.Name)
@@ -33,10 +40,14 @@ func (t *tx) deletePeer(name string) {
 func (t *tx) upsertNode(n *state.Node) {
 	in := &t.s.Inputs
 	old, had := in.Nodes.Get(n.Name)
-	if had && reflect.DeepEqual(old.Spec, n) {
+	if had && reflect.DeepEqual(upserted(old.Spec, old.Rejected), n) {
 		return
 	}
-	e, probs := compileNode(n)
+	var prev *state.NodeEntry
+	if n.Name == t.s.Node {
+		prev = old
+	}
+	e, probs := compileNode(n, prev)
 	in.Nodes = in.Nodes.Set(n.Name, e)
 	t.setProblems(nodeBucket(n.Name), probs)
 	t.nodeChanged(n.Name, old, e)
@@ -134,20 +145,37 @@ func (t *tx) nodeAt(k string) string {
 	return name
 }
 
+// upsertConfig keeps an invalid configuration out of force: its last valid
+// version (if any) stays, and the invalid one is remembered as rejected.
 func (t *tx) upsertConfig(c *state.BGPConfiguration) {
 	in := &t.s.Inputs
 	old, had := in.Configs.Get(c.Name)
-	if had && reflect.DeepEqual(old, c) {
+	rej, wasRejected := in.RejectedConfigs.Get(c.Name)
+	if (wasRejected && reflect.DeepEqual(rej, c)) || (!wasRejected && had && reflect.DeepEqual(old, c)) {
 		return
 	}
-	in.Configs = in.Configs.Set(c.Name, c)
-	t.setProblems(configBucket(c.Name), validateConfig(c))
-	t.configChanged(c.Name, old, c)
+	probs, invalid := validateConfig(c)
+	if !invalid {
+		in.RejectedConfigs = in.RejectedConfigs.Delete(c.Name)
+		in.Configs = in.Configs.Set(c.Name, c)
+		t.setProblems(configBucket(c.Name), probs)
+		t.configChanged(c.Name, old, c)
+		return
+	}
+	in.RejectedConfigs = in.RejectedConfigs.Set(c.Name, c)
+	if had {
+		probs = append(probs, keptProblem(configObject(c.Name)))
+	}
+	t.setProblems(configBucket(c.Name), probs)
 }
 
 func (t *tx) deleteConfig(name string) {
 	in := &t.s.Inputs
 	old, had := in.Configs.Get(name)
+	if _, rej := in.RejectedConfigs.Get(name); rej {
+		in.RejectedConfigs = in.RejectedConfigs.Delete(name)
+		t.setProblems(configBucket(name), nil)
+	}
 	if !had {
 		return
 	}
@@ -179,42 +207,85 @@ func (t *tx) configChanged(name string, old, cur *state.BGPConfiguration) {
 	}
 }
 
-func validateConfig(c *state.BGPConfiguration) []state.Problem {
-	var probs []state.Problem
+// validateConfig returns a configuration's problems, and whether any makes
+// it invalid (the others only say what is ignored).
+func validateConfig(c *state.BGPConfiguration) (probs []state.Problem, invalid bool) {
 	bad := func(format string, args ...any) {
+		invalid = true
 		probs = append(probs, state.Problem{Object: configObject(c.Name), Reason: fmt.Sprintf(format, args...)})
 	}
+	checkUnsupported(c.Unsupported, bad)
 	if c.ListenPort < 0 || c.ListenPort > 65535 {
 		bad("listenPort %d out of range 1-65535", c.ListenPort)
 	}
 	if c.ASNumber != 0 {
 		checkASN(c.ASNumber, "asNumber", bad)
 	}
+	if c.NodeMeshMaxRestartTime != nil {
+		checkRestartTime(c.NodeMeshMaxRestartTime.Duration, "nodeMeshMaxRestartTime", bad)
+	}
+	note := func(reason string) {
+		probs = append(probs, state.Problem{Object: configObject(c.Name), Reason: reason})
+	}
 	if strings.HasPrefix(c.Name, "node.") {
 		if c.ASNumber != 0 || c.NodeToNodeMeshEnabled != nil || c.NodeMeshPassword != nil || c.NodeMeshMaxRestartTime != nil {
-			bad("a per-node configuration may set only listenPort and logSeverityScreen; the rest is ignored")
+			note("a per-node configuration may set only listenPort and logSeverityScreen; the rest is ignored")
 		}
 	} else if c.Name != "default" {
-		bad("only \"default\" and \"node.<name>\" configurations are read; this one is ignored")
+		note("only \"default\" and \"node.<name>\" configurations are read; this one is ignored")
 	}
-	return probs
+	return probs, invalid
+}
+
+// upserted is the object as last upserted: rejected when it was invalid
+// and a last valid version is kept, else the spec.
+func upserted[T any](spec, rejected *T) *T {
+	if rejected != nil {
+		return rejected
+	}
+	return spec
+}
+
+// keptText marks every problem saying an invalid object's last valid
+// version stays in force.
+const keptText = "keeping its last valid version in force until it is fixed or deleted"
+
+func keptProblem(obj string) state.Problem {
+	return state.Problem{Object: obj, Reason: "invalid; " + keptText}
 }
 
 func (t *tx) upsertFilter(f *state.BGPFilter) {
 	in := &t.s.Inputs
-	if old, ok := in.Filters.Get(f.Name); ok && reflect.DeepEqual(old.Spec, f) {
+	old, had := in.Filters.Get(f.Name)
+	if had && !old.Deleted && reflect.DeepEqual(upserted(old.Spec, old.Rejected), f) {
 		return
 	}
-	in.Filters = in.Filters.Set(f.Name, compileFilter(f))
+	e := compileFilter(f)
+	if e.Invalid != "" && had && old.Invalid == "" {
+		kept := *old
+		kept.Rejected, kept.RejectedReason, kept.Deleted = f, e.Invalid, false
+		e = &kept
+	}
+	in.Filters = in.Filters.Set(f.Name, e)
 	t.dirtyUsers(t.s.Index.FilterUsers, f.Name)
 }
 
+// deleteFilter honours the deletion, except that a filter neighbors still
+// use keeps its last version applied to them (marked Deleted) until the
+// last of them stops naming it (docs/semantics.md §7).
 func (t *tx) deleteFilter(name string) {
 	in := &t.s.Inputs
-	if _, ok := in.Filters.Get(name); !ok {
+	old, ok := in.Filters.Get(name)
+	if !ok || old.Deleted {
 		return
 	}
-	in.Filters = in.Filters.Delete(name)
+	if _, used := t.s.Index.FilterUsers.Get(name); used && old.Invalid == "" {
+		kept := *old
+		kept.Deleted = true
+		in.Filters = in.Filters.Set(name, &kept)
+	} else {
+		in.Filters = in.Filters.Delete(name)
+	}
 	t.dirtyUsers(t.s.Index.FilterUsers, name)
 }
 

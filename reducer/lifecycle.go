@@ -33,7 +33,7 @@ var Lifecycle = fsm.Events{
 	on(evConfigure, pConfiguring, pNew, pWaiting, pFail, pDeleting, pConfiguring, pConfigured, pEstablished, pUpdating),
 	on(evUpdate, pUpdating, pConfigured, pEstablished, pUpdating, pConfiguring, pFail),
 	on(evApplied, pConfigured, pConfiguring, pUpdating, pFail),
-	on(evFail, pFail, pConfiguring, pUpdating, pDeleting, pFail, pWaiting),
+	on(evFail, pFail, pConfiguring, pUpdating, pDeleting, pFail, pWaiting, pConfigured, pEstablished),
 	on(evUp, pEstablished, pConfigured),
 	on(evDown, pConfigured, pEstablished),
 	on(evDelete, pDeleting, pWaiting, pConfiguring, pConfigured, pEstablished, pUpdating, pFail),
@@ -107,6 +107,10 @@ func (t *tx) step(k string, old, n *state.Neighbor) {
 	}
 	t.s.Seq++
 	s.Gen, s.Op, s.Retry = t.s.Seq, op, 0
+	if s.MD5FailuresSeen { // a new config (a new password) starts afresh
+		s.MD5FailuresSeen = false
+		t.setProblems("md5/"+k, nil)
+	}
 	s.Route = routeState(s.Route, old, n)
 	t.move(s, ev)
 	t.s.Out.Sessions = t.s.Out.Sessions.Set(k, s)

@@ -55,6 +55,8 @@ type tx struct {
 	// wasSynced: every source had listed before this step, so the speaker
 	// has been told about the neighbors (Diff issues nothing before).
 	wasSynced bool
+	// keysChanged: a neighbor gained or lost its TCP-MD5 key.
+	keysChanged bool
 }
 
 func (t *tx) markDirty(key string) { t.dirty[key] = struct{}{} }
@@ -72,6 +74,9 @@ func (t *tx) finish() state.State {
 	sort.Strings(keys)
 	for _, k := range keys {
 		t.resolve(k)
+	}
+	if t.keysChanged && t.s.OptmemMax > 0 {
+		t.checkKeyMemory()
 	}
 	return t.s
 }

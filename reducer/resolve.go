@@ -28,10 +28,15 @@ func (t *tx) resolve(k string) {
 	} else {
 		t.s.Out.Neighbors = t.s.Out.Neighbors.Set(k, n)
 	}
+	if keyed(old) != keyed(n) {
+		t.keysChanged = true
+	}
 	if needsStep(old, n) || (t.restart && n.Active()) {
 		t.step(k, old, n)
 	}
 }
+
+func keyed(n *state.Neighbor) bool { return n.Active() && !n.Password.IsZero() }
 
 // needsStep: the session moves only when the speaker or VPP will be told
 // something, so that every generation it waits for gets a result.
@@ -120,7 +125,7 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 		}
 		probs = t.peerSettings(n, p, c)
 	}
-	n.GracefulRestartSeconds = uint32(restart / time.Second)
+	n.GracefulRestartSeconds = uint32(restartSeconds(restart) / time.Second)
 	if n.PeerASN != n.LocalASN && n.TTLMin == 0 {
 		n.EBGPMultihopTTL = 255
 	}

@@ -1,6 +1,7 @@
 package reducer
 
 import (
+	"fmt"
 	"net/netip"
 
 	"github.com/peeragent/peeragent/state"
@@ -23,6 +24,21 @@ func reduceResult(s state.State, a state.Action) state.State {
 			t.move(x, evFail)
 			t.putSession(k, x)
 		})
+	case state.PeerKeyRefused:
+		t.at = a.At
+		t.current(a.Address, a.Gen, func(k string, x *state.Session) {
+			// The executor took the neighbor out of the speaker: the retry
+			// adds it again.
+			x.Attempts++
+			x.LastError, x.BGP, x.Applied, x.Op = a.Error, "", nil, state.OpAdd
+			t.move(x, evFail)
+			t.putSession(k, x)
+		})
+	case state.MD5FailuresObserved:
+		t.md5Failures(a)
+	case state.KernelLimitsObserved:
+		t.s.OptmemMax = a.OptmemMax
+		t.checkKeyMemory()
 	case state.RetryDue:
 		if !a.Address.IsValid() {
 			if _, failed := s.Out.Problems.Get("server"); failed {
@@ -132,9 +148,74 @@ func (t *tx) sessionState(a state.SessionStateChanged) {
 	x.BGP = a.State
 	if a.State == "established" {
 		t.move(&x, evUp)
+		if x.MD5FailuresSeen {
+			x.MD5FailuresSeen = false
+			t.setProblems("md5/"+k, nil)
+		}
 	}
 	if !a.At.IsZero() {
 		x.Since = a.At
 	}
 	t.putSession(k, &x)
+}
+
+// md5Failures marks the keyed neighbors that are not Established when the
+// kernel's TCP-MD5 failure counters grow (the first observation is the
+// baseline): a wrong or missing password at the peer otherwise shows only
+// as "active, attempts 0".
+func (t *tx) md5Failures(a state.MD5FailuresObserved) {
+	prev := t.s.MD5Failures
+	t.s.MD5Failures = a.Count
+	if prev == 0 || a.Count <= prev {
+		return
+	}
+	t.s.Out.Sessions.Range(func(k string, x *state.Session) bool {
+		n, ok := t.s.Out.Neighbors.Get(k)
+		if !ok || n.Password.IsZero() || !n.Active() || x.BGP == "established" || x.MD5FailuresSeen {
+			return true
+		}
+		c := *x
+		c.MD5FailuresSeen = true
+		t.putSession(k, &c)
+		t.setProblems("md5/"+k, []state.Problem{{Object: n.Origin, Reason: fmt.Sprintf(
+			"neighbor %s: TCP-MD5 signature failures seen (the peer's password differs, or it has none)", n.Address)}})
+		return true
+	})
+}
+
+// md5KeyBytes is what one TCP-MD5 key costs in the listening socket's
+// option memory, measured: about 960 keys fill net.core.optmem_max at
+// 128 KiB.
+const md5KeyBytes = 136
+
+// MD5KeyMemoryProblem says why keys TCP-MD5 keys do not fit comfortably in
+// optmem bytes of socket option memory ("" when they do): past 90 % the
+// kernel is close to refusing the next key, which GoBGP would only log.
+func MD5KeyMemoryProblem(optmem int64, keys int) string {
+	if optmem <= 0 || int64(keys)*md5KeyBytes*10 <= optmem*9 {
+		return ""
+	}
+	return fmt.Sprintf("%d neighbors with a TCP-MD5 password need about %d bytes of socket option memory; "+
+		"net.core.optmem_max is %d (room for about %d): raise it (sysctl net.core.optmem_max) before the kernel refuses a key",
+		keys, int64(keys)*md5KeyBytes, optmem, optmem/md5KeyBytes)
+}
+
+// checkKeyMemory reports MD5KeyMemoryProblem for the current neighbors.
+func (t *tx) checkKeyMemory() {
+	if t.s.OptmemMax <= 0 {
+		t.setProblems("kernel/optmem", nil)
+		return
+	}
+	keys := 0
+	t.s.Out.Neighbors.Range(func(_ string, n *state.Neighbor) bool {
+		if n.Active() && !n.Password.IsZero() {
+			keys++
+		}
+		return true
+	})
+	var probs []state.Problem
+	if why := MD5KeyMemoryProblem(t.s.OptmemMax, keys); why != "" {
+		probs = []state.Problem{{Object: "kernel", Reason: why}}
+	}
+	t.setProblems("kernel/optmem", probs)
 }

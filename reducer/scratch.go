@@ -1,6 +1,9 @@
 package reducer
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -38,13 +41,21 @@ func FromScratch(node string, opts state.Options, objects Objects) state.State {
 }
 
 // ObjectsOf returns the input objects a State currently holds, each kind
-// sorted by name. The objects are copies of the top-level structs; their
+// sorted by name: for an invalid object whose last valid version is kept in
+// force, that version (so FromScratch derives the same neighbors). The objects are copies of the top-level structs; their
 // maps and slices are shared with the State and must not be modified.
 func ObjectsOf(s state.State) Objects {
 	var o Objects
 	in := s.Inputs
 	in.Peers.Range(func(_ string, e *state.PeerEntry) bool { o.Peers = append(o.Peers, *e.Spec); return true })
 	in.Configs.Range(func(_ string, c *state.BGPConfiguration) bool { o.Configs = append(o.Configs, *c); return true })
+	in.RejectedConfigs.Range(func(name string, c *state.BGPConfiguration) bool {
+		if _, kept := in.Configs.Get(name); !kept { // never valid: FromScratch skips it the same way
+			o.Configs = append(o.Configs, *c)
+		}
+		return true
+	})
+	slices.SortFunc(o.Configs, func(a, b state.BGPConfiguration) int { return strings.Compare(a.Name, b.Name) })
 	in.Filters.Range(func(_ string, e *state.FilterEntry) bool { o.Filters = append(o.Filters, *e.Spec); return true })
 	in.Nodes.Range(func(_ string, e *state.NodeEntry) bool { o.Nodes = append(o.Nodes, *e.Spec); return true })
 	in.Secrets.Range(func(_ string, x *state.Secret) bool { o.Secrets = append(o.Secrets, *x); return true })

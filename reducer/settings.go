@@ -41,19 +41,33 @@ func (t *tx) families(v6 bool) []string {
 }
 
 // policy builds the neighbor's own policy from its BGPFilters, in the
-// user's order, for its family only. A missing or invalid filter is left
-// out whole and reported on the BGPPeer.
+// user's order, for its family only. A filter that does not exist or was
+// never valid holds the neighbor back (a policy without it would accept or
+// reject other routes); one that became invalid or was deleted while in
+// use keeps its last version applied. Each is a problem on the BGPPeer.
 func (t *tx) policy(n *state.Neighbor, p *state.PeerEntry) []state.Problem {
 	var probs []state.Problem
 	obj := bgpPeerObject(p.Spec.Name)
+	hold := func(what, reason string) {
+		if n.Waiting == "" {
+			n.Waiting = what
+		}
+		probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("neighbor %s held back: %s", n.Address, reason)})
+	}
 	for _, name := range p.Spec.Filters {
 		n.Filters = append(n.Filters, name)
 		f, ok := t.s.Inputs.Filters.Get(name)
 		switch {
+		case ok && f.RejectedReason != "":
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("filter %s is invalid (%s); %s", name, f.RejectedReason, keptText)})
+		case ok && f.Deleted:
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("filter %s was deleted; keeping its last version applied while this BGPPeer names it", name)})
+		}
+		switch {
 		case !ok:
-			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("filter %s does not exist; ignored until it does", name)})
+			hold("filter "+name, fmt.Sprintf("filter %s does not exist", name))
 		case f.Invalid != "":
-			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("filter %s not applied: %s", name, f.Invalid)})
+			hold("filter "+name, fmt.Sprintf("filter %s is invalid: %s", name, f.Invalid))
 		case n.Address.Is6():
 			n.Policy.Import = append(n.Policy.Import, f.ImportV6...)
 			n.Policy.Export = append(n.Policy.Export, f.ExportV6...)
@@ -82,22 +96,51 @@ func (t *tx) password(k string, n *state.Neighbor, ref *state.SecretKeyRef) *sta
 	}
 	r := *ref
 	n.PasswordRef = &r
+	what := fmt.Sprintf("secret %s/%s key %s", t.s.Options.Namespace, ref.Name, ref.Key)
+	why := ""
 	if sec, ok := t.s.Inputs.Secrets.Get(ref.Name); ok {
 		if v, ok := sec.Data[ref.Key]; ok {
-			n.Password = v
-			return nil
+			if why = unusableKey(v); why == "" {
+				n.Password = v
+				return nil
+			}
 		}
 	}
-	if ref.Optional {
+	switch {
+	case ref.Optional && why == "":
 		return nil
+	case ref.Optional:
+		return &state.Problem{Reason: fmt.Sprintf("neighbor %s: %s %s; no password (the reference is optional)", n.Address, what, why)}
+	case why == "":
+		why = "is missing"
 	}
-	what := fmt.Sprintf("secret %s/%s key %s", t.s.Options.Namespace, ref.Name, ref.Key)
 	if sess, ok := t.s.Out.Sessions.Get(k); ok && sess.Applied != nil {
 		n.Password = sess.Applied.Password
-		return &state.Problem{Reason: fmt.Sprintf("neighbor %s: %s is missing; keeping the last applied password", n.Address, what)}
+		return &state.Problem{Reason: fmt.Sprintf("neighbor %s: %s %s; keeping the last applied password", n.Address, what, why)}
 	}
 	n.Waiting = what
+	if why != "is missing" {
+		return &state.Problem{Reason: fmt.Sprintf("neighbor %s waiting for %s: it %s", n.Address, what, why)}
+	}
 	return &state.Problem{Reason: fmt.Sprintf("neighbor %s waiting for %s", n.Address, what)}
+}
+
+// MaxPasswordLen is Linux's TCP_MD5SIG_MAXKEYLEN, Calico's documented limit:
+// the kernel refuses a longer key, and GoBGP then only logs it and brings
+// the session up without authentication.
+const MaxPasswordLen = 80
+
+// unusableKey says why a Secret value cannot be a TCP-MD5 key ("" when it
+// can): such a value counts as missing (docs/semantics.md §4), never as "no
+// password".
+func unusableKey(v state.Password) string {
+	switch n := v.Len(); {
+	case n == 0:
+		return "is empty"
+	case n > MaxPasswordLen:
+		return fmt.Sprintf("is %d bytes long, more than the %d a TCP-MD5 key may have", n, MaxPasswordLen)
+	}
+	return ""
 }
 
 // updateDeps keeps the secret and filter indexes (and so the set of
@@ -123,6 +166,7 @@ func (t *tx) updateDeps(k string, old, n *state.Neighbor) {
 	for _, f := range of {
 		if !contains(nf, f) {
 			idx.FilterUsers = t.unuse(idx.FilterUsers, f, k, false)
+			t.dropDeletedFilter(f)
 		}
 	}
 	for _, f := range nf {
@@ -174,4 +218,14 @@ func (t *tx) unuse(m users, name, k string, watch bool) users {
 		t.s.Out.Watches = t.s.Out.Watches.Delete(name)
 	}
 	return m.Delete(name)
+}
+
+// dropDeletedFilter removes a deleted filter once no neighbor uses it.
+func (t *tx) dropDeletedFilter(name string) {
+	in := &t.s.Inputs
+	if f, ok := in.Filters.Get(name); ok && f.Deleted {
+		if _, used := t.s.Index.FilterUsers.Get(name); !used {
+			in.Filters = in.Filters.Delete(name)
+		}
+	}
 }

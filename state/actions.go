@@ -166,3 +166,40 @@ type ServerApplyFailed struct {
 
 func (ServerApplied) ActionName() string     { return "serverApplied" }
 func (ServerApplyFailed) ActionName() string { return "serverApplyFailed" }
+
+// PeerKeyRefused: the GoBGP executor saw the speaker refuse the TCP-MD5 key
+// of the neighbor at Address, applied under generation Gen (GoBGP only
+// logs "failed to set md5 ..." for it, also when the kernel's option memory
+// for keys is full, and would otherwise bring the session up without
+// authentication). The executor has already taken the neighbor out of the
+// speaker; the session becomes failed with Error and is retried with
+// backoff (docs/semantics.md §4). Error holds no secret.
+type PeerKeyRefused struct {
+	Address netip.Addr `json:"address"`
+	Gen     uint64     `json:"gen"`
+	Error   string     `json:"error"`
+	At      time.Time  `json:"at,omitzero"`
+}
+
+// MD5FailuresObserved: the kernel's TCP-MD5 failure counters
+// (TcpExtTCPMD5Failure + TcpExtTCPMD5NotFound + TcpExtTCPMD5Unexpected of
+// /proc/net/netstat, in the speaker's network namespace) read Count at At.
+// Dispatched when the total changes. Neighbors with a password whose
+// session is not Established when it grows are marked "TCP-MD5 signature
+// failures seen" until they reach Established.
+type MD5FailuresObserved struct {
+	Count uint64    `json:"count"`
+	At    time.Time `json:"at,omitzero"`
+}
+
+// KernelLimitsObserved: the agent read net.core.optmem_max (bytes) at
+// start or when it changed; it bounds the TCP-MD5 keys the listening
+// socket can hold, and too many keyed neighbors is a problem before the
+// kernel refuses one.
+type KernelLimitsObserved struct {
+	OptmemMax int64 `json:"optmemMax"`
+}
+
+func (PeerKeyRefused) ActionName() string       { return "peerKeyRefused" }
+func (MD5FailuresObserved) ActionName() string  { return "md5FailuresObserved" }
+func (KernelLimitsObserved) ActionName() string { return "kernelLimitsObserved" }

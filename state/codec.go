@@ -29,6 +29,9 @@ var actionTypes = map[string]func() Action{
 	"sessionStateChanged":   func() Action { return &SessionStateChanged{} },
 	"serverApplied":         func() Action { return &ServerApplied{} },
 	"serverApplyFailed":     func() Action { return &ServerApplyFailed{} },
+	"peerKeyRefused":        func() Action { return &PeerKeyRefused{} },
+	"md5FailuresObserved":   func() Action { return &MD5FailuresObserved{} },
+	"kernelLimitsObserved":  func() Action { return &KernelLimitsObserved{} },
 }
 
 // ActionNames lists every action name, sorted.

@@ -16,8 +16,12 @@ type Matcher interface {
 // PeerEntry is a BGPPeer with its parsed parts. Invalid peers keep their
 // spec (for the dump) and take part in nothing.
 type PeerEntry struct {
-	Spec     *BGPPeer
-	Valid    bool
+	Spec  *BGPPeer
+	Valid bool
+	// Rejected is the spec last upserted when it was invalid while an
+	// earlier version was valid: Spec and the parsed parts are then that
+	// last valid version, kept in force (docs/semantics.md §7).
+	Rejected *BGPPeer
 	NodeSel  Matcher // nil when nodeSelector is empty
 	PeerSel  Matcher // nil when peerSelector is empty
 	IP       netip.Addr
@@ -32,7 +36,11 @@ func (p *PeerEntry) Global() bool { return p.Spec.Node == "" && p.Spec.NodeSelec
 
 // NodeEntry is a Node with its parsed annotations.
 type NodeEntry struct {
+	// Spec is the node as last upserted, except that for this node a
+	// malformed annotation is replaced by its last valid text (whose parsed
+	// value is kept in force); Rejected is then the node as upserted.
 	Spec      *Node
+	Rejected  *Node
 	V4, V6    netip.Addr // zero when absent or malformed
 	ASN       uint32     // 0 when the annotation is absent or malformed
 	ClusterID string
@@ -60,8 +68,15 @@ func (n *NodeEntry) Addr(v6 bool) netip.Addr {
 
 // FilterEntry is a BGPFilter compiled to rules, or the reason it cannot be.
 type FilterEntry struct {
-	Spec                                   *BGPFilter
-	Invalid                                string
+	Spec    *BGPFilter
+	Invalid string
+	// Rejected is the filter last upserted when it was invalid while Spec,
+	// its last valid version, stays applied; RejectedReason says why.
+	Rejected       *BGPFilter
+	RejectedReason string
+	// Deleted: the filter was deleted while neighbors used it; its last
+	// version stays applied until the last of them stops naming it.
+	Deleted                                bool
 	ImportV4, ExportV4, ImportV6, ExportV6 []Rule
 }
 

@@ -31,6 +31,10 @@ type BGPPeer struct {
 	ReversePeering           string        `json:"reversePeering,omitempty"`
 	Filters                  []string      `json:"filters,omitempty"`
 	ReachableBy              string        `json:"reachableBy,omitempty"`
+	// Unsupported lists the fields the source found that this agent does
+	// not support (newer Calico fields, typos), by their JSON path: the
+	// object is invalid while any is set (docs/semantics.md §7).
+	Unsupported []string `json:"unsupported,omitempty"`
 }
 
 // BGPConfiguration is a Calico BGPConfiguration: "default" or "node.<name>".
@@ -43,6 +47,7 @@ type BGPConfiguration struct {
 	NodeMeshPassword       *SecretKeyRef `json:"nodeMeshPassword,omitempty"`
 	NodeMeshMaxRestartTime *Duration     `json:"nodeMeshMaxRestartTime,omitempty"`
 	LogSeverityScreen      string        `json:"logSeverityScreen,omitempty"`
+	Unsupported            []string      `json:"unsupported,omitempty"` // as BGPPeer's
 }
 
 // BGPFilter is a Calico BGPFilter: ordered rules per direction and family.
@@ -52,6 +57,9 @@ type BGPFilter struct {
 	ImportV4 []FilterRule `json:"importV4,omitempty"`
 	ExportV6 []FilterRule `json:"exportV6,omitempty"`
 	ImportV6 []FilterRule `json:"importV6,omitempty"`
+	// Unsupported fields (e.g. a rule's peerType): as BGPPeer's. A filter
+	// applied without them would accept or reject other routes.
+	Unsupported []string `json:"unsupported,omitempty"`
 }
 
 // FilterRule is one rule of a BGPFilter, as the user wrote it.

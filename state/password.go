@@ -17,6 +17,9 @@ func NewPassword(text string) Password { return Password{text: text} }
 // hand the key to the speaker.
 func (p Password) Reveal() string { return p.text }
 
+// Len is the length of the text in bytes (a TCP-MD5 key may have 80).
+func (p Password) Len() int { return len(p.text) }
+
 // IsZero reports whether there is no password.
 func (p Password) IsZero() bool { return p.text == "" }
 

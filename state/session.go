@@ -79,6 +79,9 @@ type Session struct {
 	Retry uint64 `json:"retry,omitempty"`
 	// Applied is the last config the speaker confirmed (nil before any).
 	Applied *Neighbor `json:"-"`
+	// MD5FailuresSeen: the kernel's TCP-MD5 failure counters grew while
+	// this neighbor, which has a password, was not Established.
+	MD5FailuresSeen bool `json:"md5FailuresSeen,omitempty"`
 	// Route is the VPP route state.
 	Route RouteState `json:"route,omitempty"`
 }

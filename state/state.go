@@ -55,7 +55,11 @@ type State struct {
 	// ServerRetry is bumped by a RetryDue for the server (zero address)
 	// while it failed to start: a one-shot request Diff turns into a new
 	// StartServer and the re-adding of every neighbor.
-	ServerRetry uint64  `json:"serverRetry,omitempty"`
+	ServerRetry uint64 `json:"serverRetry,omitempty"`
+	// MD5Failures is the kernel's TCP-MD5 failure count as last observed;
+	// OptmemMax is net.core.optmem_max (0: not known).
+	MD5Failures uint64  `json:"md5Failures,omitempty"`
+	OptmemMax   int64   `json:"optmemMax,omitempty"`
 	Inputs      Inputs  `json:"-"`
 	Out         Derived `json:"-"`
 	Index       Index   `json:"-"`
@@ -63,12 +67,15 @@ type State struct {
 
 // Inputs are the objects as last seen, keyed by name.
 type Inputs struct {
-	Peers         *pmap.Map[*PeerEntry]
-	Configs       *pmap.Map[*BGPConfiguration]
-	Filters       *pmap.Map[*FilterEntry]
-	Nodes         *pmap.Map[*NodeEntry]
-	Secrets       *pmap.Map[*Secret]
-	InputProblems *pmap.Map[[]Problem] // by source (e.g. file/PATH), as reported
+	Peers   *pmap.Map[*PeerEntry]
+	Configs *pmap.Map[*BGPConfiguration] // the valid ones (or their last valid version)
+	// RejectedConfigs are configurations as last upserted when invalid:
+	// the last valid version (if any) stays in Configs.
+	RejectedConfigs *pmap.Map[*BGPConfiguration]
+	Filters         *pmap.Map[*FilterEntry]
+	Nodes           *pmap.Map[*NodeEntry]
+	Secrets         *pmap.Map[*Secret]
+	InputProblems   *pmap.Map[[]Problem] // by source (e.g. file/PATH), as reported
 }
 
 // Derived is what the reducer computes and Diff compares.
@@ -98,7 +105,8 @@ func New(node string, opts Options) State {
 		Node: node, Options: opts, Synced: map[Kind]bool{},
 		Inputs: Inputs{
 			Peers: pmap.New[*PeerEntry](), Configs: pmap.New[*BGPConfiguration](),
-			Filters: pmap.New[*FilterEntry](), Nodes: pmap.New[*NodeEntry](),
+			RejectedConfigs: pmap.New[*BGPConfiguration](),
+			Filters:         pmap.New[*FilterEntry](), Nodes: pmap.New[*NodeEntry](),
 			Secrets: pmap.New[*Secret](), InputProblems: pmap.New[[]Problem](),
 		},
 		Out: Derived{

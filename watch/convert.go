@@ -47,6 +47,9 @@ func Peer(p *v3.BGPPeer) state.BGPPeer {
 	if s.ReversePeering != nil {
 		out.ReversePeering = string(*s.ReversePeering)
 	}
+	if s.LocalWorkloadSelector != "" { // known to the v3 type, not done by this agent
+		out.Unsupported = []string{"spec.localWorkloadSelector"}
+	}
 	return out
 }
 

@@ -4,7 +4,8 @@ package watch
 // plan --from DIR`) reads the same objects as the Kubernetes source from a
 // directory of manifests:
 //
-//   - Files: every regular file directly in the directory (not recursive)
+//   - Files: every regular file directly in the directory (not recursive),
+//     at most 16 MiB, opened without blocking and never on /proc or /sys,
 //     whose name ends in .yaml, .yml or .json (any case), in name order.
 //     Names starting with "." are skipped (editor swap and lock files, and
 //     the ..data links of a mounted ConfigMap, whose files are symlinks and
@@ -16,9 +17,10 @@ package watch
 //     Read: BGPPeer, BGPConfiguration and BGPFilter in
 //     crd.projectcalico.org/v1 or projectcalico.org/v3 (one object, either
 //     group, side by side), core v1 Node and v1 Secret, and v1 List (as
-//     `kubectl get -o yaml` writes) of those. Secrets are taken whatever
-//     namespace they name, or none: the directory is the agent's own, and a
-//     Secret is known by name, as a BGPPeer's secretKeyRef names it.
+//     `kubectl get -o yaml` writes) of those. Secrets are taken from the
+//     agent's namespace, or with none (the directory is the agent's own); a
+//     Secret of another namespace is a problem and is not read (docs/semantics.md
+//     §1), so it can never stand in for the agent's own.
 //     Ignored silently: every other kind, including Calico kinds that are
 //     not BGP ones (IPPool, FelixConfiguration...), so a directory can also
 //     hold other manifests. A problem: a BGP-looking kind this agent does
@@ -51,6 +53,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -106,11 +110,16 @@ func (o *Objects) sortByName() {
 // problems of every file in file order. A directory that cannot be listed
 // is one problem on "file/." and no objects.
 func LoadDir(dir string) (Objects, []state.Problem) {
+	return LoadDirIn(dir, state.DefaultNamespace)
+}
+
+// LoadDirIn is LoadDir for an agent whose Secrets are in namespace.
+func LoadDirIn(dir, namespace string) (Objects, []state.Problem) {
 	files, err := readManifestDir(dir)
 	if err != nil {
 		return Objects{}, []state.Problem{dirProblem(err)}
 	}
-	objs, probs := loadFiles(files)
+	objs, probs := loadFiles(files, namespace)
 	var out []state.Problem
 	for _, f := range files {
 		out = append(out, probs[fileSource(f.name)]...)
@@ -138,16 +147,25 @@ func dirProblem(err error) state.Problem {
 // loadFiles decodes files, in order, into Objects and the problems of each
 // file that has any, by source. The first definition of a kind and name
 // wins; later ones are problems on their own file.
-func loadFiles(files []fileInput) (Objects, map[string][]state.Problem) {
+func loadFiles(files []fileInput, namespace string) (Objects, map[string][]state.Problem) {
+	return loadFilesRetaining(files, nil, func(f fileInput) ([]manifestObject, []fileProblem) {
+		return decodeManifestIn(f.data, namespace)
+	})
+}
+
+// loadFilesRetaining is loadFiles, then the retained versions (of files
+// changed or removed a moment ago), which only add objects nothing else
+// defines and report no problem. decode decodes one file version.
+func loadFilesRetaining(files, retained []fileInput, decode func(fileInput) ([]manifestObject, []fileProblem)) (Objects, map[string][]state.Problem) {
 	var o Objects
 	problems := map[string][]state.Problem{}
 	first := map[string]firstDefinition{}
-	for _, f := range files {
+	for i, f := range slices.Concat(files, retained) {
 		var fps []fileProblem
 		if f.err != "" {
 			fps = []fileProblem{{reason: f.err}}
 		} else {
-			objs, ps := decodeManifest(f.data)
+			objs, ps := decode(f)
 			fps = ps
 			for _, obj := range objs {
 				key := string(obj.kind) + "/" + obj.name
@@ -159,7 +177,7 @@ func loadFiles(files []fileInput) (Objects, map[string][]state.Problem) {
 				o.add(obj.value)
 			}
 		}
-		if len(fps) > 0 {
+		if len(fps) > 0 && i < len(files) {
 			problems[fileSource(f.name)] = fileProblems(f.name, fps)
 		}
 	}
@@ -198,20 +216,32 @@ const maxManifestSize = 16 << 20
 
 // readManifestDir reads the manifest files of dir, sorted by name.
 func readManifestDir(dir string) ([]fileInput, error) {
-	entries, err := os.ReadDir(dir)
+	names, err := listManifestNames(dir)
 	if err != nil {
 		return nil, err
 	}
 	var files []fileInput
-	for _, e := range entries {
-		if !isManifestName(e.Name()) {
-			continue
-		}
-		if f, ok := readManifestFile(dir, e.Name()); ok {
+	for _, name := range names {
+		if f, ok := readManifestFile(dir, name); ok {
 			files = append(files, f)
 		}
 	}
 	return files, nil
+}
+
+// listManifestNames lists the names in dir read as manifests, sorted.
+func listManifestNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if isManifestName(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
 }
 
 // isManifestName reports whether a directory entry is read as a manifest.
@@ -223,37 +253,95 @@ func isManifestName(name string) bool {
 	return false
 }
 
-// readManifestFile reads one file; ok is false for a directory. Anything
-// but a regular file (a FIFO would block) is not opened.
+// readManifestFile reads one file; ok is false for a directory.
 func readManifestFile(dir, name string) (fileInput, bool) {
+	id, f := readManifestFileIfChanged(dir, name, fileID{}, fileInput{})
+	return f, !id.dir
+}
+
+// fileID is what identifies one version of a file without reading it:
+// a write changes its size, modification or change time (ctime cannot be
+// set back, unlike mtime), a rename-over its inode.
+type fileID struct {
+	dev, ino, size uint64
+	mtime, ctime   int64
+	dir            bool
+}
+
+// readManifestFileIfChanged reads name unless its identity is prev's, in
+// which case prevInput is returned as it is. Only regular files are opened
+// (a FIFO or device would block), non-blocking, and a file on a pseudo
+// filesystem (/proc, /sys: sizes that lie, reads that wait) is refused.
+func readManifestFileIfChanged(dir, name string, prev fileID, prevInput fileInput) (fileID, fileInput) {
 	path := filepath.Join(dir, name)
+	fail := func(id fileID, why string) (fileID, fileInput) { return id, fileInput{name: name, err: why} }
 	st, err := os.Stat(path)
 	switch {
 	case err != nil:
-		return fileInput{name: name, err: "cannot read the file: " + fileErrText(err)}, true
+		return fail(fileID{}, "cannot read the file: "+fileErrText(err))
 	case st.IsDir():
-		return fileInput{}, false
+		return fileID{dir: true}, fileInput{}
 	case !st.Mode().IsRegular():
-		return fileInput{name: name, err: "not a regular file"}, true
+		return fail(fileID{}, "not a regular file")
 	}
-	data, err := readManifestLimited(path)
+	if id := identity(st); id == prev && id != (fileID{}) {
+		return id, prevInput
+	}
+	data, id, err := readRegular(path)
 	if err != nil {
-		return fileInput{name: name, err: "cannot read the file: " + fileErrText(err)}, true
+		return fail(fileID{}, "cannot read the file: "+fileErrText(err))
 	}
-	return fileInput{name: name, data: data}, true
+	return id, fileInput{name: name, data: data}
 }
 
-func readManifestLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+func identity(st os.FileInfo) fileID {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}
 	}
+	return fileID{dev: uint64(sys.Dev), ino: sys.Ino, size: uint64(sys.Size),
+		mtime: sys.Mtim.Nano(), ctime: sys.Ctim.Nano()}
+}
+
+// pseudoFilesystems are the filesystem magic numbers whose files are not
+// data on a disk (statfs(2)).
+var pseudoFilesystems = map[int64]string{
+	0x9fa0: "procfs", 0x62656572: "sysfs", 0x64626720: "debugfs", 0x74726163: "tracefs",
+	0x73636673: "securityfs", 0x1cd1: "devpts", 0x63677270: "cgroup2",
+}
+
+// manifestReads counts the files read (tests check unchanged ones are not).
+var manifestReads atomic.Int64
+
+// readRegular opens path without blocking, checks the opened file (not the
+// name, which may have been swapped) is regular and on a real filesystem,
+// and reads at most maxManifestSize bytes of it.
+func readRegular(path string) ([]byte, fileID, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fileID{}, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fileID{}, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fileID{}, errors.New("not a regular file")
+	}
+	var sfs syscall.Statfs_t
+	if err := syscall.Fstatfs(fd, &sfs); err == nil {
+		if kind, pseudo := pseudoFilesystems[int64(sfs.Type)]; pseudo {
+			return nil, fileID{}, fmt.Errorf("on %s, not a file with data (refused: reading it may block)", kind)
+		}
+	}
+	manifestReads.Add(1)
 	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
 	if err == nil && len(data) > maxManifestSize {
 		err = fmt.Errorf("larger than %d MiB", maxManifestSize>>20)
 	}
-	return data, err
+	return data, identity(st), err
 }
 
 // fileErrText is err's text without the path a *fs.PathError repeats.

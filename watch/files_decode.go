@@ -52,22 +52,37 @@ var manifestKinds = map[string]manifestKind{
 // annotations and data are read, and a Node dumped from a newer cluster
 // may carry status fields this build does not know.
 
+//
+// An unknown field is not a decode error but data: the object carries it in
+// Unsupported, exactly as the cluster source does (decodeCalicoJSON), and
+// the reducer keeps the object's last valid version with a problem.
+
 func decodeManifestPeer(raw []byte) (any, string, error) {
 	var p v3.BGPPeer
-	err := yaml.UnmarshalStrict(raw, &p)
-	return Peer(&p), p.Name, err
+	unknown, err := decodeManifestCalico(raw, &p)
+	return withUnsupported(Peer(&p), unknown), p.Name, err
 }
 
 func decodeManifestConfig(raw []byte) (any, string, error) {
 	var c v3.BGPConfiguration
-	err := yaml.UnmarshalStrict(raw, &c)
-	return Config(&c), c.Name, err
+	unknown, err := decodeManifestCalico(raw, &c)
+	return withUnsupported(Config(&c), unknown), c.Name, err
 }
 
 func decodeManifestFilter(raw []byte) (any, string, error) {
 	var f v3.BGPFilter
-	err := yaml.UnmarshalStrict(raw, &f)
-	return Filter(&f), f.Name, err
+	unknown, err := decodeManifestCalico(raw, &f)
+	return withUnsupported(Filter(&f), unknown), f.Name, err
+}
+
+// decodeManifestCalico converts YAML to JSON refusing duplicate keys (as
+// `kubectl apply` does), then decodes it as the cluster source does.
+func decodeManifestCalico(raw []byte, into any) ([]string, error) {
+	j, err := yaml.YAMLToJSONStrict(raw)
+	if err != nil {
+		return nil, err
+	}
+	return decodeCalicoJSON(j, into)
 }
 
 func decodeManifestNode(raw []byte) (any, string, error) {

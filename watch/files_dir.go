@@ -17,18 +17,21 @@ const DirPollInterval = 400 * time.Millisecond
 
 // Dir is the manifest-directory source: LoadDir, then live reload.
 //
-// Reload polls: every Interval it lists the directory and reads every
-// manifest file (a manifest directory is small; reading it is cheap, and
-// parsing happens only on change), and compares the contents byte for
-// byte. Polling, rather than inotify, sees every way a file can change:
-// editors that write a new file and rename it over the old one, the
+// Reload polls: every Interval it lists the directory and stats every
+// manifest file; only a file whose identity changed (size, modification or
+// change time, inode) is read again, and only a version read for the first
+// time is decoded. Polling, rather than inotify, sees every way a file can
+// change: editors that write a new file and rename it over the old one, the
 // symlink swap of a mounted ConfigMap, network filesystems, and a copy
-// that keeps the old modification time.
+// that keeps the old modification time (its change time still moves).
 //
-// A change is applied once the directory reads the same twice in a row
-// (one Interval apart), so a file caught while being written is usually
-// not loaded half-way; one that stays half-written longer becomes a
-// problem, which clears when the file is complete.
+// Stability is judged per file: a new version of a file is applied once two
+// polls in a row read it (one Interval apart), so a file caught while being
+// written is usually not loaded half-way, and a file rewritten all the time
+// holds back no other. Additions and changes then apply at once; objects
+// that leave a file (or whose file is removed) are removed only once that
+// file has been stable (or absent) for 2 s, so a pause in the middle of a
+// write never takes peers away and back.
 //
 // A file that loaded cleanly once and is then saved with a problem (a typo,
 // a bad field) keeps its last good version's objects, with its problems
@@ -46,6 +49,9 @@ type Dir struct {
 	// Interval is the poll period (DirPollInterval when zero). Set it
 	// before Run.
 	Interval time.Duration
+	// Namespace is the agent's: Secrets of another are not read
+	// (state.DefaultNamespace when empty). Set it before Run.
+	Namespace string
 
 	dir string
 	log *slog.Logger
@@ -87,43 +93,141 @@ func (d *Dir) Run(ctx context.Context, dispatch func(state.Action)) error {
 	}
 }
 
+// removalDelay is how long a file must stay unchanged (or absent) before
+// the objects that left it are removed: a file caught mid-write, or written
+// with a pause between documents, never takes peers away and back.
+const removalDelay = 2 * time.Second
+
 // dirReload is the state of one Run.
 type dirReload struct {
 	d        *Dir
 	dispatch func(state.Action)
+	now      func() time.Time
 
 	synced   bool                 // the first complete lists were dispatched
+	files    map[string]*dirFile  // by name, the files listed last
+	gone     map[string]dirGone   // files no longer listed whose objects are kept a while
 	lastGood map[string]fileInput // by name: each file's last version that loaded without a problem
-	loaded   []fileInput          // what the current objects were loaded from
-	pending  []fileInput          // a change seen once, applied if seen again
-	waiting  bool                 // pending is set
+	cache    map[string]decoded   // by name: the decode of its last version read
 	objects  []state.Action
 	problems map[string][]state.Problem // as last reported, by source
 	dirErr   string                     // the directory's problem, as last reported
 }
 
-func newDirReload(d *Dir, dispatch func(state.Action)) *dirReload {
-	return &dirReload{d: d, dispatch: dispatch, problems: map[string][]state.Problem{},
-		lastGood: map[string]fileInput{}}
+// dirFile is one manifest file across polls. Stability is judged per file:
+// a new version is applied once two polls in a row read it, whatever the
+// other files do.
+type dirFile struct {
+	id      fileID     // identity of the version last read
+	read    fileInput  // that version
+	applied *fileInput // the version in force (nil before the first)
+	pending *fileInput // a new version seen once, applied if seen again
+	seenAt  time.Time  // when the version last read was first read
+	// olds are versions replaced in the last removalDelay: the objects
+	// they define and the applied one does not are kept until oldsUntil.
+	olds      []fileInput
+	oldsUntil time.Time
 }
 
-// poll reads the directory and applies a change that is stable.
+// dirGone is a file no longer listed: its objects stay until until.
+type dirGone struct {
+	versions []fileInput
+	until    time.Time
+}
+
+// decoded caches the decode of one file version.
+type decoded struct {
+	data []byte
+	objs []manifestObject
+	fps  []fileProblem
+}
+
+func newDirReload(d *Dir, dispatch func(state.Action)) *dirReload {
+	return &dirReload{d: d, dispatch: dispatch, now: time.Now, problems: map[string][]state.Problem{},
+		files: map[string]*dirFile{}, gone: map[string]dirGone{}, lastGood: map[string]fileInput{},
+		cache: map[string]decoded{}}
+}
+
+// poll looks at the directory, re-reads only the files whose identity
+// (size, times, inode) changed, and applies what is due: versions stable
+// for two polls, and removals stable for removalDelay.
 func (r *dirReload) poll() {
-	files, err := readManifestDir(r.d.dir)
+	names, err := listManifestNames(r.d.dir)
 	r.reportDir(err)
 	if err != nil {
 		return
 	}
-	switch {
-	case !r.synced:
-		r.apply(files)
-	case sameManifestFiles(files, r.loaded):
-		r.pending, r.waiting = nil, false
-	case r.waiting && sameManifestFiles(files, r.pending):
-		r.apply(files)
-	default:
-		r.pending, r.waiting = files, true
+	now := r.now()
+	changed := !r.synced
+	listed := map[string]bool{}
+	for _, name := range names {
+		listed[name] = true
+		changed = r.pollFile(name, now) || changed
 	}
+	for name, f := range r.files {
+		if !listed[name] {
+			if f.applied != nil {
+				r.gone[name] = dirGone{versions: append(f.olds, *f.applied), until: now.Add(removalDelay)}
+				changed = true // its problems go, and another file's duplicates may win now
+			}
+			delete(r.files, name)
+			delete(r.cache, name)
+		}
+	}
+	for name, g := range r.gone {
+		if listed[name] || !now.Before(g.until) {
+			delete(r.gone, name)
+			changed = true
+		}
+	}
+	if changed {
+		r.apply(names)
+	}
+}
+
+// pollFile reads one file if it changed and reports whether what is in
+// force changed: a version promoted, or retained objects let go.
+func (r *dirReload) pollFile(name string, now time.Time) bool {
+	f := r.files[name]
+	if f == nil {
+		f = &dirFile{}
+		r.files[name] = f
+	}
+	id, in := readManifestFileIfChanged(r.d.dir, name, f.id, f.read)
+	if !sameInput(in, f.read) || f.seenAt.IsZero() {
+		f.seenAt = now
+	}
+	f.id, f.read = id, in
+	changed := false
+	switch {
+	case f.applied != nil && sameInput(in, *f.applied):
+		f.pending = nil
+	case !r.synced || (f.pending != nil && sameInput(in, *f.pending)):
+		if f.applied != nil {
+			f.olds = append(f.olds, *f.applied)
+		}
+		f.applied, f.pending, changed = &in, nil, true
+	default:
+		f.pending = &in
+	}
+	if len(f.olds) > 0 {
+		f.oldsUntil = f.seenAt.Add(removalDelay) // stable since seenAt
+	}
+	if len(f.olds) > 0 && !now.Before(f.oldsUntil) {
+		f.olds, changed = nil, true
+	}
+	return changed
+}
+
+func appendNewestFirst(out, versions []fileInput) []fileInput {
+	for i := len(versions) - 1; i >= 0; i-- {
+		out = append(out, versions[i])
+	}
+	return out
+}
+
+func sameInput(a, b fileInput) bool {
+	return a.name == b.name && a.err == b.err && bytes.Equal(a.data, b.data)
 }
 
 // reportDir reports the directory's own problem when it appears or goes.
@@ -144,18 +248,47 @@ func (r *dirReload) reportDir(err error) {
 	r.dispatch(state.InputProblemsReported{Source: dirSource, Problems: probs})
 }
 
-// apply loads files and dispatches what changed since the last load.
-func (r *dirReload) apply(files []fileInput) {
+// apply loads the versions in force and dispatches what changed since the
+// last load. Retained versions (replaced or removed in the last
+// removalDelay) come last and only add the objects nothing else defines;
+// their problems are not reported again.
+func (r *dirReload) apply(names []string) {
+	var files, retained []fileInput
+	for _, name := range names {
+		if f := r.files[name]; f.applied != nil {
+			files = append(files, *f.applied)
+			retained = appendNewestFirst(retained, f.olds)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.gone)) {
+		retained = appendNewestFirst(retained, r.gone[name].versions)
+	}
 	use, extra := r.keepLastGood(files)
-	objs, probs := loadFiles(use)
+	objs, probs := loadFilesRetaining(use, retained, r.decode)
 	for src, p := range extra {
 		probs[src] = append(probs[src], p...)
 	}
 	changed := r.reportProblems(probs)
 	kinds := r.syncObjects(objs.Actions())
-	r.loaded, r.pending, r.waiting, r.synced = files, nil, false, true
+	r.synced = true
 	r.d.log.Info("manifests loaded", "dir", r.d.dir, "files", len(files),
 		"changedKinds", kinds, "changedProblemFiles", changed)
+}
+
+// decode decodes a file version, from the cache when it was decoded before.
+func (r *dirReload) decode(f fileInput) ([]manifestObject, []fileProblem) {
+	if c, ok := r.cache[f.name]; ok && bytes.Equal(c.data, f.data) {
+		return c.objs, c.fps
+	}
+	ns := r.d.Namespace
+	if ns == "" {
+		ns = state.DefaultNamespace
+	}
+	objs, fps := decodeManifestIn(f.data, ns)
+	if _, live := r.files[f.name]; live {
+		r.cache[f.name] = decoded{data: f.data, objs: objs, fps: fps}
+	}
+	return objs, fps
 }
 
 // reportProblems dispatches the problems of every file whose problems
@@ -198,13 +331,6 @@ func (r *dirReload) syncObjects(actions []state.Action) []state.Kind {
 	return kinds
 }
 
-// sameManifestFiles reports whether two reads of the directory are identical.
-func sameManifestFiles(a, b []fileInput) bool {
-	return slices.EqualFunc(a, b, func(x, y fileInput) bool {
-		return x.name == y.name && x.err == y.err && bytes.Equal(x.data, y.data)
-	})
-}
-
 // keepLastGood puts back the last good version of every file that now
 // fails to read or decode (and had one): a typo saved into a file must not
 // take its objects away and reset their sessions. The broken version's
@@ -217,7 +343,7 @@ func (r *dirReload) keepLastGood(files []fileInput) ([]fileInput, map[string][]s
 	present := map[string]bool{}
 	for _, f := range files {
 		present[f.name] = true
-		_, probs := loadFiles([]fileInput{f})
+		_, probs := loadFilesRetaining([]fileInput{f}, nil, r.decode)
 		good, had := r.lastGood[f.name]
 		switch {
 		case len(probs) == 0:

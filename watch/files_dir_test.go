@@ -102,7 +102,8 @@ func TestDirReload(t *testing.T) {
 			steps: []dirStep{
 				{name: "initial", polls: 1, want: Objects{Peers: []state.BGPPeer{filePeer("tor", 65001)},
 					Nodes: []state.Node{{Name: "n1"}}}.Actions()},
-				{name: "remove-only-nodes-resent", change: removeStep("n.yaml"), polls: 2,
+				{name: "removed-kept-under-2s", change: removeStep("n.yaml"), polls: 5},
+				{name: "remove-only-nodes-resent-after-2s", polls: 1,
 					want: []state.Action{state.SourceSynced{Kind: state.KindNode}}},
 			}},
 		{name: "half-written-file-recovers", files: map[string]string{"a.yaml": tor}, steps: []dirStep{
@@ -123,7 +124,7 @@ func TestDirReload(t *testing.T) {
 			{name: "still-broken-dispatches-nothing", polls: 3},
 			{name: "fixed", change: writeStep(map[string]string{"a.yaml": manifestPeer(v3, "tor", "65008")}), polls: 2,
 				want: []state.Action{state.InputProblemsReported{Source: "file/a.yaml"}, peersSynced(filePeer("tor", 65008))}},
-			{name: "removed-is-forgotten", change: removeStep("a.yaml"), polls: 2, want: []state.Action{peersSynced()}},
+			{name: "removed-is-forgotten-after-2s", change: removeStep("a.yaml"), polls: 6, want: []state.Action{peersSynced()}},
 		}},
 		{name: "editor-rename-over", files: map[string]string{"a.yaml": tor}, steps: []dirStep{
 			{name: "initial", polls: 1, want: initialSync(filePeer("tor", 65001))},
@@ -181,11 +182,14 @@ func TestDirReload(t *testing.T) {
 			var got []state.Action
 			r := newDirReload(NewDir(dir, slog.New(slog.NewTextHandler(io.Discard, nil))),
 				func(a state.Action) { got = append(got, a) })
+			clock := time.Unix(1e9, 0)
+			r.now = func() time.Time { return clock }
 			for _, s := range tt.steps {
 				if s.change != nil {
 					s.change(t, dir)
 				}
 				for range s.polls {
+					clock = clock.Add(DirPollInterval)
 					r.poll()
 				}
 				if d := cmp.Diff(s.want, got, fileCmp); d != "" {

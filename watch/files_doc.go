@@ -1,11 +1,14 @@
 package watch
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/peeragent/peeragent/state"
 )
 
 // fileProblem is a problem of one file, at a line (0: the whole file).
@@ -17,8 +20,9 @@ type fileProblem struct {
 // fileDecoder decodes the documents of one manifest file, collecting its
 // objects and problems.
 type fileDecoder struct {
-	objects  []manifestObject
-	problems []fileProblem
+	namespace string // the agent's: Secrets of another namespace are not read
+	objects   []manifestObject
+	problems  []fileProblem
 }
 
 // docPos is where an object being decoded sits: the document's content
@@ -31,7 +35,12 @@ type docPos struct {
 // decodeManifest decodes every document of a file. A document that cannot
 // be read is a problem and is skipped; the others still load.
 func decodeManifest(data []byte) ([]manifestObject, []fileProblem) {
-	d := &fileDecoder{}
+	return decodeManifestIn(data, state.DefaultNamespace)
+}
+
+// decodeManifestIn is decodeManifest for an agent in namespace.
+func decodeManifestIn(data []byte, namespace string) ([]manifestObject, []fileProblem) {
+	d := &fileDecoder{namespace: namespace}
 	for _, doc := range splitManifest(data) {
 		d.document(doc)
 	}
@@ -48,9 +57,16 @@ func (d *fileDecoder) problem(pos docPos, line int, detail string, secrets []str
 
 func (d *fileDecoder) document(doc manifestDoc) {
 	pos := docPos{line: doc.line, start: doc.start}
+	if why := checkExpansion(doc.text); why != "" {
+		d.problem(pos, pos.line, why, nil)
+		return
+	}
 	tree, err := parseManifestTree(doc.text)
 	if err != nil {
 		line, detail := yamlSyntaxProblem(err)
+		if line == 0 {
+			line = controlCharLine(doc.text) // go-yaml gives none for a NUL byte
+		}
 		d.problem(pos, min(pos.absolute(line), doc.lastLine()), detail, nil)
 		return
 	}
@@ -82,6 +98,10 @@ func (d *fileDecoder) object(tree any, raw []byte, pos docPos, secrets []string)
 	}
 	meta, _ := m["metadata"].(map[string]any)
 	label := manifestLabel(apiVersion, kind, meta)
+	if ns, _ := meta["namespace"].(string); mk.kind == state.KindSecret && ns != "" && ns != d.namespace {
+		d.problem(pos, pos.line, fmt.Sprintf("%s ignored: password Secrets are read from the agent's namespace %q only", label, d.namespace), secrets)
+		return
+	}
 	value, name, err := mk.decode(raw)
 	if err != nil {
 		line, detail := pos.decodeError(err)
@@ -157,4 +177,15 @@ func trimYAMLPrefixes(msg string) string {
 		}
 	}
 	return msg
+}
+
+// controlCharLine is the line (in the document, from 1) of its first
+// control character that YAML refuses, or 0 when there is none.
+func controlCharLine(text []byte) int {
+	for i, c := range text {
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
+			return 1 + bytes.Count(text[:i], []byte("\n"))
+		}
+	}
+	return 0
 }

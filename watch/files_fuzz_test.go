@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/peeragent/peeragent/state"
 )
 
 // FuzzLoadDocument decodes arbitrary bytes as one manifest file: it never
@@ -20,8 +22,8 @@ import (
 func FuzzLoadDocument(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		files := []fileInput{{name: "f.yaml", data: data}}
-		_, probs := loadFiles(files)
-		_, again := loadFiles(files)
+		_, probs := loadFiles(files, state.DefaultNamespace)
+		_, again := loadFiles(files, state.DefaultNamespace)
 		if !slices.Equal(probs["file/f.yaml"], again["file/f.yaml"]) {
 			t.Fatalf("not deterministic: %v then %v", probs, again)
 		}

@@ -220,10 +220,9 @@ func TestLoadDirProblems(t *testing.T) {
 			peers: []state.BGPPeer{filePeer("good-1", 65001)},
 			want: []state.Problem{{Object: "file/a.yaml",
 				Reason: `line 9: BGPPeer "bad" (projectcalico.org/v3): invalid AS Number format (foo)`}}},
-		{name: "misspelt-field-rejects-calico-object", files: map[string]string{
+		{name: "misspelt-field-is-carried-as-unsupported", files: map[string]string{
 			"a.yaml": "apiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: typo}\nspec: {nodeSelecter: x == 'y', peerIP: 192.0.2.1}\n"},
-			want: []state.Problem{{Object: "file/a.yaml",
-				Reason: `line 1: BGPPeer "typo" (projectcalico.org/v3): json: unknown field "nodeSelecter"`}}},
+			peers: []state.BGPPeer{{Name: "typo", PeerIP: "192.0.2.1", Unsupported: []string{"spec.nodeSelecter"}}}},
 		{name: "duplicate-field-rejects-calico-object", files: map[string]string{
 			"a.yaml": "apiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata: {name: twice}\nspec:\n  asNumber: 1\n  asNumber: 2\n"},
 			want: []state.Problem{{Object: "file/a.yaml",
@@ -324,5 +323,37 @@ func TestLoadObjectsActions(t *testing.T) {
 	}
 	if d := cmp.Diff(want, o.Actions(), fileCmp); d != "" {
 		t.Errorf("actions (-want +got):\n%s", d)
+	}
+}
+
+// TestManifestSecretOtherNamespace: a Secret "s" of another namespace in a
+// file that sorts first used to stand in for the agent namespace's "s"; it
+// is now a problem and is not read, and the agent's own "s" loads.
+func TestManifestSecretOtherNamespace(t *testing.T) {
+	dir := t.TempDir()
+	writeManifests(t, dir, map[string]string{
+		"0-evil.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: evil-ns}\nstringData: {k: attacker}\n",
+		"1-own.yaml":  "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: calico-vpp-dataplane}\nstringData: {k: own}\n",
+	})
+	objs, probs := LoadDir(dir)
+	want := []state.Secret{{Name: "s", Data: map[string]state.Password{"k": state.NewPassword("own")}}}
+	if d := cmp.Diff(want, objs.Secrets, fileCmp); d != "" {
+		t.Errorf("secrets (-want +got):\n%s", d)
+	}
+	wantProbs := []state.Problem{{Object: "file/0-evil.yaml", Reason: `line 1: Secret "s" (namespace "evil-ns") ignored: ` +
+		`password Secrets are read from the agent's namespace "calico-vpp-dataplane" only`}}
+	if d := cmp.Diff(wantProbs, probs); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+}
+
+// TestNULByteLine: a NUL byte on line 4 used to be reported on line 1.
+func TestNULByteLine(t *testing.T) {
+	dir := t.TempDir()
+	writeManifests(t, dir, map[string]string{"a.yaml": "# c\n---\napiVersion: v1\nkind: Node\nmetadata: {name: \"a\x00b\"}\n"})
+	_, probs := LoadDir(dir)
+	want := []state.Problem{{Object: "file/a.yaml", Reason: "line 5: invalid YAML: control characters are not allowed"}}
+	if d := cmp.Diff(want, probs); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
 	}
 }

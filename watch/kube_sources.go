@@ -16,7 +16,6 @@ import (
 	kwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
-	kjson "sigs.k8s.io/json"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -132,11 +131,12 @@ func kindObjectName(k state.Kind) func(string) string {
 func calicoDecoder[P any, T any](conv func(*P) T) func(any) (T, error) {
 	return func(obj any) (T, error) {
 		var p P
-		if err := decodeCalico(obj, &p); err != nil {
+		unknown, err := decodeCalico(obj, &p)
+		if err != nil {
 			var zero T
 			return zero, err
 		}
-		return conv(&p), nil
+		return withUnsupported(conv(&p), unknown), nil
 	}
 }
 
@@ -144,19 +144,21 @@ func calicoDecoder[P any, T any](conv func(*P) T) func(any) (T, error) {
 // runtime.DefaultUnstructuredConverter: the converter silently wraps
 // out-of-range integers (asNumber 5000000000 becomes 705032704, ttlSecurity
 // 300 becomes 44), turning bad input into wrong input.
-func decodeCalico(obj any, into any) error {
+// Unknown fields are returned (decodeCalicoJSON), not dropped.
+func decodeCalico(obj any, into any) ([]string, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return fmt.Errorf("decode: unexpected %T", obj)
+		return nil, fmt.Errorf("decode: unexpected %T", obj)
 	}
 	b, err := u.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("decode: %w", err)
+		return nil, fmt.Errorf("decode: %w", err)
 	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(b, into); err != nil {
-		return errors.New(decodeReason(u, err))
+	unknown, err := decodeCalicoJSON(b, into)
+	if err != nil {
+		return nil, errors.New(decodeReason(u, err))
 	}
-	return nil
+	return unknown, nil
 }
 
 // decodeReason names the offending field and its value when it can

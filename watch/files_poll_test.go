@@ -1,0 +1,163 @@
+package watch
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// pollRig drives a dirReload with a fake clock, one DirPollInterval per poll.
+type pollRig struct {
+	t     *testing.T
+	dir   string
+	r     *dirReload
+	clock time.Time
+	got   []state.Action
+}
+
+func newPollRig(t *testing.T, files map[string]string) *pollRig {
+	p := &pollRig{t: t, dir: t.TempDir(), clock: time.Unix(1e9, 0)}
+	writeManifests(t, p.dir, files)
+	p.r = newDirReload(NewDir(p.dir, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		func(a state.Action) { p.got = append(p.got, a) })
+	p.r.now = func() time.Time { return p.clock }
+	return p
+}
+
+// poll polls n times and returns what was dispatched.
+func (p *pollRig) poll(n int) []state.Action {
+	p.got = nil
+	for range n {
+		p.clock = p.clock.Add(DirPollInterval)
+		p.r.poll()
+	}
+	return p.got
+}
+
+func twoPeers(names ...string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += "---\n"
+		}
+		out += manifestPeer("projectcalico.org/v3", n, "65001")
+	}
+	return out
+}
+
+// TestDirPauseAtDocumentBoundary: a file written with a 1.2 s pause after
+// its first document used to delete the second document's peer and add it
+// back (two flaps); objects leaving a file now wait until it has been
+// stable for 2 s, so nothing is dispatched at all.
+func TestDirPauseAtDocumentBoundary(t *testing.T) {
+	p := newPollRig(t, map[string]string{"a.yaml": twoPeers("a", "b")})
+	p.poll(1)
+	writeManifests(t, p.dir, map[string]string{"a.yaml": twoPeers("a")})
+	if got := p.poll(3); len(got) != 0 { // 1.2 s: half-written
+		t.Errorf("during the pause dispatched %v, want nothing", got)
+	}
+	writeManifests(t, p.dir, map[string]string{"a.yaml": twoPeers("a", "b")})
+	if got := p.poll(10); len(got) != 0 {
+		t.Errorf("after the pause dispatched %v, want nothing", got)
+	}
+	writeManifests(t, p.dir, map[string]string{"a.yaml": twoPeers("a")})
+	if got := p.poll(5); len(got) != 0 {
+		t.Errorf("removal under 2 s stable dispatched %v", got)
+	}
+	want := []state.Action{peersSynced(filePeer("a", 65001))}
+	if d := cmp.Diff(want, p.poll(1), fileCmp); d != "" {
+		t.Errorf("removal after 2 s stable (-want +got):\n%s", d)
+	}
+}
+
+// TestDirStabilityPerFile: a file rewritten on every poll used to hold
+// back every other change (a new filter took 10.8 s); stability is judged
+// per file, so another file's change applies on its second poll.
+func TestDirStabilityPerFile(t *testing.T) {
+	p := newPollRig(t, map[string]string{"busy.yaml": twoPeers("busy-0")})
+	p.poll(1)
+	writeManifests(t, p.dir, map[string]string{"new.yaml": twoPeers("new")})
+	var got []state.Action
+	for i := 1; i <= 2; i++ {
+		writeManifests(t, p.dir, map[string]string{"busy.yaml": twoPeers("busy-" + string(rune('0'+i)))})
+		got = append(got, p.poll(1)...)
+	}
+	// busy-0 stays (busy.yaml never stable; its removal waits), new is added.
+	want := []state.Action{peersSynced(filePeer("busy-0", 65001), filePeer("new", 65001))}
+	if d := cmp.Diff(want, got, fileCmp); d != "" {
+		t.Errorf("dispatched (-want +got):\n%s", d)
+	}
+}
+
+// TestDirUnchangedFilesNotReread: a poll of an unchanged directory only
+// stats its files (ten 15 MiB ignored ConfigMaps used to cost 39 % of a
+// core while idle); a change, even one keeping size and mtime, is read.
+func TestDirUnchangedFilesNotReread(t *testing.T) {
+	files := map[string]string{}
+	for _, n := range []string{"a", "b", "c"} {
+		files[n+".yaml"] = twoPeers(n)
+	}
+	p := newPollRig(t, files)
+	p.poll(1)
+	before := manifestReads.Load()
+	p.poll(5)
+	if n := manifestReads.Load() - before; n != 0 {
+		t.Errorf("five polls of an unchanged directory read %d files, want 0", n)
+	}
+	keepMtimeStep("b.yaml", twoPeers("x"))(t, p.dir)
+	p.poll(1)
+	if n := manifestReads.Load() - before; n != 1 {
+		t.Errorf("a same-size, same-mtime rewrite read %d files, want 1", n)
+	}
+}
+
+// TestDirNeverBlocks: a FIFO and a symlink to a /proc file (/proc/kmsg
+// blocks a reader until the kernel logs; it used to hang plan and freeze
+// reloading for good) are problems, and a poll returns at once.
+func TestDirNeverBlocks(t *testing.T) {
+	dir := t.TempDir()
+	writeManifests(t, dir, map[string]string{"a.yaml": twoPeers("still-loaded")})
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.yaml"), 0o644); err != nil {
+		t.Skip("no FIFOs:", err)
+	}
+	target := "/proc/kmsg"
+	if _, err := os.Stat(target); err != nil {
+		target = "/proc/self/status"
+	}
+	if err := os.Symlink(target, filepath.Join(dir, "kmsg.yaml")); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	if err := os.Symlink("/proc/self/status", filepath.Join(dir, "status.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var objs Objects
+	var probs []state.Problem
+	go func() { objs, probs = LoadDir(dir); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("LoadDir blocked on a FIFO or /proc file")
+	}
+	if len(objs.Peers) != 1 {
+		t.Errorf("peers = %v, want still-loaded", objs.Peers)
+	}
+	objects := map[string]bool{}
+	for _, pr := range probs {
+		objects[pr.Object] = true
+	}
+	for _, f := range []string{"file/fifo.yaml", "file/status.yaml"} {
+		if !objects[f] {
+			t.Errorf("no problem on %s; problems: %v", f, probs)
+		}
+	}
+	t.Logf("problems: %v", probs)
+}
