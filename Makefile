@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -mod=mod
 
-.PHONY: test deps apiserver vet fmt-check bench fuzz golden-update build image demo
+.PHONY: test deps apiserver vet fmt-check bench floor fuzz golden-update build image demo
 
 ## VERSION: the agent's version, linked into the binary (peeragent version) and the image's
 ## tag: the nearest v* tag (git describe), else the commit; override: make image VERSION=v0.1.0
@@ -87,6 +87,13 @@ bench:
 	$(GO) run ./tools/perfdoc -bench bench.txt -benchstat bench-stat.txt -profile bench-tenk.prof \
 	  -loadavg bench-loadavg.txt -elapsed $$(( $$(date +%s) - start ))s -out docs/performance.md; \
 	rm -f bench-loadavg.txt
+
+## floor: the GoBGP floor of issue 9 (bare loop, no agent): AddPeer, in-place and resetting
+## UpdatePeer, DeletePeer and heap per neighbor at 1,000 and 10,000 neighbors on GoBGP v3.37.0,
+## v4.3.0, v4.7.0 and v4.8.0 side by side (tools/gobgpfloor, its own modules). Not part of
+## test; ~10 min on 2 cores. Leaves floor.txt, floor-stat.txt, floor-table.md, floor-loadavg.txt.
+floor:
+	tools/gobgpfloor/run.sh
 
 ## fuzz: each fuzz target for FUZZTIME (default 60s)
 FUZZTIME ?= 60s
