@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/netip"
 	"runtime"
 	"slices"
 	"testing"
@@ -62,39 +63,94 @@ func floorStop(b *testing.B, bgp *server.BgpServer) {
 	must(b, bgp.StopBgp(context.Background(), &api.StopBgpRequest{}))
 }
 
-// churnRequests are the UpdatePeer requests the first n churn events of c
-// amount to, derived by the pure core ahead of time: one per event.
-func churnRequests(b *testing.B, c *clustergen.Cluster, n int) []*api.UpdatePeerRequest {
+// floorCall is one GoBGP request of the floor, issued as is.
+type floorCall func(context.Context, *server.BgpServer) error
+
+// churnRequests are the GoBGP requests the first n churn events of c
+// amount to, derived by the pure core ahead of time: per event, the calls
+// the executor makes for its one speaker effect. c churns policies only
+// (in place): a SetPolicy on a neighbor without one is its defined sets,
+// policies and assignments, then a soft reset; a DeletePolicy is their
+// removal in the opposite order, then a soft reset.
+func churnRequests(b *testing.B, c *clustergen.Cluster, n int) [][]floorCall {
 	s := reducer.FromScratch(c.Local, state.Options{}, c.Objects())
-	out := make([]*api.UpdatePeerRequest, 0, n)
+	out := make([][]floorCall, 0, n)
 	for i := 0; i < n; i++ {
 		next := reducer.Reduce(s, c.Churn(i).Action)
 		speaker, _, _ := effects.Group(effects.Diff(s, next))
 		if len(speaker) != 1 {
 			b.Fatalf("churn event %d: %d speaker effects, want 1", i, len(speaker))
 		}
-		u, ok := speaker[0].(effects.UpdatePeer)
-		if !ok {
-			b.Fatalf("churn event %d: %s, want an update", i, speaker[0])
+		switch e := speaker[0].(type) {
+		case effects.SetPolicy:
+			out = append(out, addPolicyCalls(b, e.Addr, e.Policy))
+		case effects.DeletePolicy:
+			cur, _ := s.Out.Neighbors.Get(state.AddrKey(e.Addr))
+			out = append(out, deletePolicyCalls(b, e.Addr, cur.Policy))
+		default:
+			b.Fatalf("churn event %d: %s, want a policy change", i, speaker[0])
 		}
-		calls, err := gobgp.CallsFor(u.New)
-		must(b, err)
-		out = append(out, &api.UpdatePeerRequest{Peer: calls.Peer.Peer})
 		s = next
 	}
 	return out
 }
 
-// floorChurn issues the requests one after the other and measures each.
-func floorChurn(b *testing.B, bgp *server.BgpServer, reqs []*api.UpdatePeerRequest) churnResult {
+func policyCalls(b *testing.B, addr netip.Addr, p state.Policy) gobgp.Calls {
+	calls, err := gobgp.CallsFor(&state.Neighbor{Address: addr, Policy: p, Families: []string{"ipv4-unicast"}})
+	must(b, err)
+	return calls
+}
+
+func addPolicyCalls(b *testing.B, addr netip.Addr, p state.Policy) []floorCall {
+	c := policyCalls(b, addr, p)
+	var out []floorCall
+	for _, r := range c.Sets {
+		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.AddDefinedSet(ctx, r) })
+	}
+	for _, r := range c.Policies {
+		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.AddPolicy(ctx, r) })
+	}
+	for _, r := range c.Assignments {
+		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.AddPolicyAssignment(ctx, r) })
+	}
+	return append(out, softReset(addr))
+}
+
+func deletePolicyCalls(b *testing.B, addr netip.Addr, p state.Policy) []floorCall {
+	c := policyCalls(b, addr, p)
+	var out []floorCall
+	for _, r := range c.Assignments {
+		req := &api.DeletePolicyAssignmentRequest{Assignment: r.Assignment}
+		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.DeletePolicyAssignment(ctx, req) })
+	}
+	for _, r := range c.Policies {
+		req := &api.DeletePolicyRequest{Policy: &api.Policy{Name: r.Policy.Name}, All: true}
+		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.DeletePolicy(ctx, req) })
+	}
+	for _, r := range c.Sets {
+		req := &api.DeleteDefinedSetRequest{DefinedSet: &api.DefinedSet{DefinedType: r.DefinedSet.DefinedType, Name: r.DefinedSet.Name}, All: true}
+		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.DeleteDefinedSet(ctx, req) })
+	}
+	return append(out, softReset(addr))
+}
+
+func softReset(addr netip.Addr) floorCall {
+	req := &api.ResetPeerRequest{Address: addr.String(), Soft: true, Direction: api.ResetPeerRequest_DIRECTION_BOTH}
+	return func(ctx context.Context, s *server.BgpServer) error { return s.ResetPeer(ctx, req) }
+}
+
+// floorChurn issues each event's requests one after the other and
+// measures each event.
+func floorChurn(b *testing.B, bgp *server.BgpServer, reqs [][]floorCall) churnResult {
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, len(reqs))
 	runtime.GC()
 	t0 := time.Now()
-	for _, r := range reqs {
+	for _, calls := range reqs {
 		t := time.Now()
-		_, err := bgp.UpdatePeer(ctx, r)
-		must(b, err)
+		for _, call := range calls {
+			must(b, call(ctx, bgp))
+		}
 		lat = append(lat, time.Since(t))
 	}
 	el := time.Since(t0)

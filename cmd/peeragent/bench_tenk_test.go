@@ -18,7 +18,10 @@ type tenK struct {
 	rig  *rig // converged and settled, running
 	// Convergence of the agent and the floor: wall and CPU time.
 	agent, agentCPU, floor, floorCPU time.Duration
-	// floorChurn: the churn's UpdatePeer calls, issued directly.
+	// heapPerNeighbor: the agent's and its speaker's live heap per
+	// configured neighbor, once converged and settled.
+	heapPerNeighbor float64
+	// floorChurn: the in-place churn's GoBGP calls, issued directly.
 	floorChurn churnResult
 }
 
@@ -50,7 +53,7 @@ func closeParked() {
 // convergence, and leaves the agent running.
 func buildTenK(b *testing.B) *tenK {
 	fx := &tenK{cfg: tenKCluster(freePort(b))}
-	fx.c = clustergen.Generate(fx.cfg)
+	fx.c = inPlaceCluster(fx.cfg)
 	srv, calls := desired(b, fx.c)
 	fx.want = len(calls)
 	reqs := churnRequests(b, fx.c, floorChurnEvents)
@@ -62,9 +65,11 @@ func buildTenK(b *testing.B) *tenK {
 		floorStop(b, bgp)
 	})
 	labelled("agent", func() {
+		base := heapAlloc()
 		fx.rig = newRig(fx.c.Local)
 		fx.agent, fx.agentCPU = fx.rig.converge(b, fx.c, fx.want)
 		fx.rig.settle(b, fx.want)
+		fx.heapPerNeighbor = (float64(heapAlloc()) - float64(base)) / float64(fx.want)
 	})
 	return fx
 }

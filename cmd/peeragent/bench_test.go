@@ -45,6 +45,7 @@ const (
 	gobgpLight       = 200  // four seconds at lightRate
 	gobgpSteady      = 2500 // half a second at churnRate
 	gobgpFlood       = 2000
+	gobgpResetFlood  = 1000
 	floorChurnEvents = 1000
 	instantSteady    = 10000 // two seconds at churnRate
 	instantFlood     = 20000
@@ -53,10 +54,22 @@ const (
 	heapChurnEvents  = 100000
 )
 
+// inPlace is the churn the rates and latencies of the targets are about:
+// changes GoBGP applies without resetting the session (a BGPFilter
+// attached or detached: docs/gobgp-updates.md).
+var inPlace = []string{clustergen.ChurnPeer}
+
+func inPlaceCluster(cfg clustergen.Config) *clustergen.Cluster {
+	c := clustergen.Generate(cfg)
+	c.Only = inPlace
+	return c
+}
+
 // convergence accumulates the convergence figures of b.N runs.
 type convergence struct {
 	agent, agentCPU, floor, floorCPU time.Duration
 	neighbors                        int
+	heapPerNeighbor                  float64 // summed over runs; 0 when not measured
 }
 
 func (m convergence) report(b *testing.B) {
@@ -69,6 +82,9 @@ func (m convergence) report(b *testing.B) {
 	b.ReportMetric(m.floorCPU.Seconds()/n, "floor-cpu-s")
 	b.ReportMetric(m.agentCPU.Seconds()/m.floorCPU.Seconds(), "cpu-agent/floor")
 	b.ReportMetric(float64(m.neighbors), "neighbors")
+	if m.heapPerNeighbor > 0 {
+		b.ReportMetric(m.heapPerNeighbor/n, "heap-B/neighbor")
+	}
 }
 
 func BenchmarkConvergence(b *testing.B) {
@@ -110,6 +126,7 @@ func BenchmarkConvergence(b *testing.B) {
 			m.agent, m.agentCPU = m.agent+fx.agent, m.agentCPU+fx.agentCPU
 			m.floor, m.floorCPU = m.floor+fx.floor, m.floorCPU+fx.floorCPU
 			m.neighbors = fx.want
+			m.heapPerNeighbor += fx.heapPerNeighbor
 			parked = fx // for BenchmarkChurn
 		}
 		m.report(b)
@@ -125,13 +142,22 @@ func BenchmarkChurn(b *testing.B) {
 			light := steady(b, fx.rig, fx.c, &next, lightRate, gobgpLight)
 			st := steady(b, fx.rig, fx.c, &next, churnRate, gobgpSteady)
 			fl := flood(b, fx.rig, fx.c, &next, gobgpFlood, floodWindow)
+			// Resetting changes (password rotations, neighbors moving to
+			// and from the route reflector), at their own rate.
+			resets := clustergen.Generate(fx.cfg)
+			resets.Only = []string{clustergen.ChurnSecret, clustergen.ChurnNode}
+			nextReset := 0
+			rs := flood(b, fx.rig, resets, &nextReset, gobgpResetFlood, floodWindow)
 			fx.rig.stopLoop()
 			var old float64
-			labelled("old", func() { old = oldWay(b, fx.rig.exec, clustergen.Generate(fx.cfg), oldEvents) })
+			labelled("old", func() { old = oldWay(b, fx.rig.exec, inPlaceCluster(fx.cfg), oldEvents) })
 			_ = fx.rig.exec.Close()
 			reportChurn(b, st, fl, old, fx.want)
 			b.ReportMetric(light.p50.Seconds()*1e3, "light-p50-ms")
 			b.ReportMetric(light.p99.Seconds()*1e3, "light-p99-ms")
+			b.ReportMetric(rs.rate, "reset-events/s")
+			b.ReportMetric(rs.p50.Seconds()*1e3, "reset-p50-ms")
+			b.ReportMetric(rs.p99.Seconds()*1e3, "reset-p99-ms")
 			fc := fx.floorChurn
 			b.ReportMetric(fc.rate, "floor-events/s")
 			b.ReportMetric(fc.p50.Seconds()*1e3, "floor-p50-ms")
@@ -143,6 +169,7 @@ func BenchmarkChurn(b *testing.B) {
 		closeParked()
 		for i := 0; i < b.N; i++ {
 			c := clustergen.Generate(tenKCluster(179))
+			c.Only = inPlace
 			r, want := instantRig(b, c)
 			next := 0
 			var st, fl churnResult
@@ -152,7 +179,7 @@ func BenchmarkChurn(b *testing.B) {
 			})
 			r.close()
 			var old float64
-			labelled("old", func() { old = oldWay(b, instantSpeaker{}, clustergen.Generate(tenKCluster(179)), oldEvents) })
+			labelled("old", func() { old = oldWay(b, instantSpeaker{}, inPlaceCluster(tenKCluster(179)), oldEvents) })
 			reportChurn(b, st, fl, old, want)
 		}
 	})

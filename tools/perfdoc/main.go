@@ -50,7 +50,7 @@ func run(benchPath, statPath, profPath, envPath string, elapsed time.Duration, o
 		profile = st.markdown()
 	}
 	doc := compose(r, string(stat), profile, machine(envPath, elapsed))
-	return os.WriteFile(out, []byte(doc), 0o644)
+	return os.WriteFile(out, []byte(doc+kept(out)), 0o644)
 }
 
 func compose(r results, stat, profile, mach string) string {
@@ -67,4 +67,22 @@ func compose(r results, stat, profile, mach string) string {
 	b.WriteString("```text\n" + strings.TrimRight(stat, "\n") + "\n```\n\n")
 	b.WriteString("## Profile of the 10,000-BGPPeer run\n\n" + profileIntro + "\n" + profile + "\n")
 	return b.String()
+}
+
+// keptHeading starts the part of the document perfdoc does not generate:
+// the GoBGP releases measured side by side by make floor
+// (tools/gobgpfloor), which a bench run keeps as it is.
+const keptHeading = "## GoBGP releases side by side"
+
+// kept is the part of the existing document at path from keptHeading on,
+// or "" when there is none.
+func kept(path string) string {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if i := strings.Index(string(old), "\n"+keptHeading); i >= 0 {
+		return string(old[i:])
+	}
+	return ""
 }

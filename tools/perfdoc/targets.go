@@ -40,9 +40,10 @@ const flatGrowth = 1
 
 var targets = []target{
 	{"convergence of 10,000 BGPPeers within 1.25x of the GoBGP floor", convPeers, "agent/floor", atMost(1.25), format("%.2fx")},
+	{"convergence of 10,000 BGPPeers within 10 s", convPeers, "agent-s", atMost(10), format("%.1f s")},
 	{"convergence of a 1,000-node mesh within 1.25x of the GoBGP floor", convMesh, "agent/floor", atMost(1.25), format("%.2fx")},
-	{"churn: at least 5,000 changes/s sustained with 10,000 neighbors", churnGoBGP, "steady-events/s", atLeast(5000), format("%.0f/s")},
-	{"churn: p99 dispatch-to-call under 5 ms", churnGoBGP, "p99-ms", below(5), ms},
+	{"churn: at least 5,000 in-place changes/s sustained with 10,000 neighbors", churnGoBGP, "steady-events/s", atLeast(5000), format("%.0f/s")},
+	{"churn: p99 dispatch-to-call of in-place changes under 5 ms", churnGoBGP, "p99-ms", below(5), ms},
 	{"churn: at least 100x the old way's throughput", churnGoBGP, "max/old", atLeast(100), format("%.0fx")},
 	{"at most 4 KiB of agent heap per neighbor", memState, "B/neighbor", atMost(4096), func(v float64) string { return count(v) + " B" }},
 	{fmt.Sprintf("heap flat over a 100,000-event churn (the second 50,000 grow it at most %d%%)", flatGrowth),

@@ -3,7 +3,7 @@ package main
 // method is how the benchmarks measure (cmd/peeragent/bench*_test.go).
 const method = `Everything runs in one process per ` + "`go test`" + ` invocation: the real agent loop of
 agent/ (Loop: Dispatch, Reduce, Diff, effects on their own goroutine, results fed back)
-over the real GoBGP executor (effects/gobgp), on an embedded GoBGP v3.37.0 listening on
+over the real GoBGP executor (effects/gobgp), on an embedded GoBGP v4.8.0 listening on
 127.0.0.1 at a free port. A wrapping Executor timestamps every Execute. The session watch is
 not running; no neighbor establishes (their addresses are unreachable), as "configured" means
 that AddPeer returned.
@@ -30,16 +30,20 @@ first; for 10,000 BGPPeers the floor goes first, as the agent's speaker stays up
 Wall and process CPU time are both reported: the machine is shared, and CPU time is less
 sensitive to that. The result table takes the median over the runs.
 
-**Churn** runs on the agent left converged with the 10,099 neighbors. The changes take turns: a
-BGPPeer's ttlSecurity flips, a peer's password Secret is rotated, a remote node's label flips
-(moving it between the mesh and the route-reflector BGPPeer); each changes exactly one neighbor,
-so one UpdatePeer. *light*: 200 changes at 50/s, for the latency without queueing. *steady*:
-2,500 changes offered at 5,000/s on schedule; events/s is their
-number over the time from the first Dispatch to the last call's return; latency runs from
-Dispatch to the return of the Execute that made the event's call. A change waits while the
-previous change to its neighbor awaits its call (the loop would rightly coalesce them, leaving
-nothing to time). *flood*: changes as fast as the agent takes them, at most 250 awaiting their
-call. *floor*: the same UpdatePeer requests (derived ahead by the pure core) by a plain loop on
+**Churn** runs on the agent left converged with the 10,099 neighbors. The targets are about
+*in-place* changes: a BGPFilter attached to or detached from a BGPPeer (a SetPolicy or
+DeletePolicy, which GoBGP applies by a soft reset; on GoBGP v4 every neighbor setting resets
+the session, docs/gobgp-updates.md); each changes exactly one neighbor. *light*: 200 changes
+at 50/s, for the latency without queueing. *steady*: 2,500 changes offered at 5,000/s on
+schedule; events/s is their number over the time from the first Dispatch to the last call's
+return; latency runs from Dispatch to the return of the Execute that made the event's call. A
+change waits while the previous change to its neighbor awaits its call (the loop would
+rightly coalesce them, leaving nothing to time). *flood*: changes as fast as the agent takes
+them, at most 250 awaiting their call. *reset*: then 1,000 resetting changes flooded the same
+way, at their own rate: a peer's password Secret rotated (a session-resetting UpdatePeer) and
+a remote node's label flipped (moving it between the mesh and the route-reflector BGPPeer: a
+DeletePeer and an AddPeer). *floor*: the same in-place changes' GoBGP requests (derived ahead by the pure core: defined
+sets, policies, assignments or their removal, then a soft reset) by a plain loop on
 the floor server, holding the same 10,099 neighbors. *old way*: per change, the object lists
 with the change → reducer.FromScratch → effects.Diff against the previous State in full → the
 effects that change something executed (no sleep, unlike the design it replaces; two States
@@ -48,7 +52,9 @@ this causes for every later neighbor are left out). *instant*:
 the same churn and old way over an executor that confirms every effect at once: the agent's
 own cost.
 
-**Memory**: *state* is the live heap (after GC) holding a converged State of the 10,099-neighbor
+**Memory**: *heap-B/neighbor* of peers=10000 is the live heap (after GC) of the agent and its
+embedded speaker, converged and settled, minus the live heap before, per neighbor (GoBGP v4
+allocates about 200 KiB per neighbor and family: see the releases side by side below). *state* is the live heap (after GC) holding a converged State of the 10,099-neighbor
 cluster, every neighbor confirmed, minus the live heap before the cluster existed, per neighbor.
 *churn=100000* runs the loop over the instant executor (GoBGP's heap is not the agent's), fills
 its journal with 2,000 changes, then compares the live heap before and after 100,000 more.

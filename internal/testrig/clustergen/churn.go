@@ -18,16 +18,20 @@ type Event struct {
 
 // Churn kinds, in the order they take turns.
 const (
-	ChurnPeer   = "peer"   // a BGPPeer's ttlSecurity flips (an UpdatePeer)
-	ChurnSecret = "secret" // a peer's password Secret is rotated
-	ChurnNode   = "node"   // a remote node's route-reflector label flips
+	// ChurnPeer: a BGPFilter is attached to or detached from a BGPPeer (a
+	// SetPolicy or DeletePolicy: applied in place, by a soft reset). On
+	// GoBGP v4 every neighbor setting resets the session
+	// (docs/gobgp-updates.md), so a policy is the in-place change.
+	ChurnPeer   = "peer"
+	ChurnSecret = "secret" // a peer's password Secret is rotated (a session reset)
+	ChurnNode   = "node"   // a remote node's route-reflector label flips (a neighbor moves)
 )
 
 // ChurnKinds are the kinds of change this cluster can make: secrets need
 // password peers, node labels the Reflector peer and a remote node.
 func (c *Cluster) ChurnKinds() []string {
 	kinds := []string{}
-	if c.externalPeers() > 0 {
+	if c.externalPeers() > 0 && len(c.Filters) > 0 {
 		kinds = append(kinds, ChurnPeer)
 	}
 	if len(c.PasswordPeers) > 0 {
@@ -36,13 +40,22 @@ func (c *Cluster) ChurnKinds() []string {
 	if _, ok := c.index["peer/rr-targets"]; ok && len(c.Nodes) > 1 {
 		kinds = append(kinds, ChurnNode)
 	}
-	return kinds
+	if len(c.Only) == 0 {
+		return kinds
+	}
+	var only []string
+	for _, k := range kinds {
+		if slices.Contains(c.Only, k) {
+			only = append(only, k)
+		}
+	}
+	return only
 }
 
 // Churn is the i-th change of a steady churn, starting from the generated
 // cluster: the kinds take turns, and each kind visits its objects round
 // robin, so that an object changes again only after all the others have.
-// Each visit flips the object (ttlSecurity 1 or 0, the label true or
+// Each visit flips the object (a filter on or off, the label true or
 // false, a new password), so every change is a real one when the events
 // are applied in order from i = 0.
 func (c *Cluster) Churn(i int) Event {
@@ -71,7 +84,10 @@ func (c *Cluster) externalPeers() int {
 
 func (c *Cluster) peerChange(idx, pass int) Event {
 	p := c.Peers[idx]
-	p.TTLSecurity = int32(1 - pass%2)
+	p.Filters = nil
+	if (pass%2 == 0) != c.filtered[idx] { // the first visit flips the generated state
+		p.Filters = []string{c.Filters[idx%len(c.Filters)].Name}
+	}
 	return Event{Kind: ChurnPeer, Action: state.PeerUpserted{Peer: p}, Addr: PeerAddr(idx)}
 }
 

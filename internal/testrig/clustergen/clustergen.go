@@ -43,7 +43,13 @@ type Cluster struct {
 	Peers   []state.BGPPeer
 	// PasswordPeers[i] is the index in Peers of the peer using Secrets[i].
 	PasswordPeers []int
-	index         map[string]int // kind/name -> position in its list
+	// Only restricts Churn to these kinds (every kind the cluster can make
+	// when empty), to measure in-place and resetting changes apart.
+	Only  []string
+	index map[string]int // kind/name -> position in its list
+	// filtered[i]: Peers[i] was generated with a BGPFilter (peer churn
+	// flips relative to it).
+	filtered []bool
 }
 
 // LocalASN is the cluster's AS (the default BGPConfiguration's).
@@ -60,6 +66,9 @@ func Generate(cfg Config) *Cluster {
 	c.Configs = genConfigs(cfg)
 	c.Filters = genFilters(r, cfg.Filters)
 	c.genPeers(r, cfg)
+	for _, p := range c.Peers {
+		c.filtered = append(c.filtered, len(p.Filters) > 0)
+	}
 	c.reindex()
 	return c
 }
