@@ -88,7 +88,7 @@ bench:
 	  -loadavg bench-loadavg.txt -elapsed $$(( $$(date +%s) - start ))s -out docs/performance.md; \
 	rm -f bench-loadavg.txt
 
-## floor: the GoBGP floor of issue 9 (bare loop, no agent): AddPeer, in-place and resetting
+## floor: the GoBGP floor (bare loop, no agent): AddPeer, in-place and resetting
 ## UpdatePeer, DeletePeer and heap per neighbor at 1,000 and 10,000 neighbors on GoBGP v3.37.0,
 ## v4.3.0, v4.7.0 and v4.8.0 side by side (tools/gobgpfloor, its own modules). Not part of
 ## test; ~10 min on 2 cores. Leaves floor.txt, floor-stat.txt, floor-table.md, floor-loadavg.txt.

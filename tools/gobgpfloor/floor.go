@@ -1,4 +1,4 @@
-// Package floor is the GoBGP floor of issue 9: a bare loop of GoBGP API
+// Package floor is the GoBGP floor: a bare loop of GoBGP API
 // calls (no agent code) on an embedded speaker, for comparing GoBGP releases
 // side by side. It prints Go benchmark-format lines that benchstat reads:
 //

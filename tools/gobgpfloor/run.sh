@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GoBGP floor of issue 9, every release side by side: a bare loop of
+# The GoBGP floor, every release side by side: a bare loop of
 # AddPeer, in-place UpdatePeer, session-resetting UpdatePeer and DeletePeer at
 # 1,000 and 10,000 neighbors, and the heap per neighbor with the speaker, on
 # GoBGP v3.37.0, v4.3.0 (before the 2,048-shard Adj-RIB-In, a memory
