@@ -35,6 +35,9 @@ type Loop struct {
 	ready    atomic.Bool // every source synced and the first effects applied
 	now      func() time.Time
 	pendingQ atomic.Int64
+	// inspector is the speaker's own view of its neighbors, when the
+	// speaker executor offers one (metrics, /neighbors/ADDRESS).
+	inspector effects.Inspector
 }
 
 // LoopConfig wires a Loop.
@@ -62,7 +65,9 @@ func NewLoop(cfg LoopConfig) *Loop {
 	}
 	s := cfg.Initial
 	l.cur.Store(&s)
-	l.metrics.Watch(l.State)
+	ins, _ := cfg.Speaker.(effects.Inspector)
+	l.metrics.Watch(l.State, ins)
+	l.inspector = ins
 	return l
 }
 
@@ -108,7 +113,9 @@ func (l *Loop) step(batch []state.Action) {
 	s := prev
 	t0 := time.Now()
 	for _, a := range batch {
+		before := s
 		s = reducer.Reduce(s, a)
+		l.metrics.sessionChanged(before, s, a)
 		l.journal.Add(a, l.now())
 		l.metrics.action(a)
 		for _, o := range l.observe {
@@ -169,6 +176,7 @@ func (l *Loop) secretEffect(e effects.Effect) {
 	if l.secrets == nil {
 		return
 	}
+	l.metrics.watched(e)
 	switch e := e.(type) {
 	case effects.WatchSecret:
 		l.secrets.Watch(e.Name)

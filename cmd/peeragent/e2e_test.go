@@ -137,7 +137,7 @@ func startAgent(t *testing.T, bin, dir, node, addr string) *agentProc {
 	}
 	a := &agentProc{node: node, http: freeAddr(t, addr), out: logf}
 	cmd := exec.Command(bin, "run", "--from", dir, "--node", node, "--bgp-listen-address", addr,
-		"--http-addr", a.http, "--log-level", "debug")
+		"--http-addr", a.http, "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

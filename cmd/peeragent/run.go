@@ -34,6 +34,7 @@ type runFlags struct {
 	listen                                                                 stringList
 	journal                                                                int
 	opts                                                                   func() state.Options
+	operFlags
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
@@ -44,13 +45,14 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.from, "from", "", "read objects from this manifest directory (live-reloaded) instead of the cluster")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config)")
 	fs.StringVar(&f.group, "calico-api-group", "crd.projectcalico.org/v1", "API group of the Calico objects: crd.projectcalico.org/v1, projectcalico.org/v3 or auto")
-	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9179", "address of the HTTP endpoints (/state, /actions, /healthz, /readyz, /metrics, /fsm)")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9179", "address of the loopback HTTP endpoints (/state, /actions, /healthz, /readyz, /metrics, /neighbors/ADDRESS, /fsm)")
 	fs.StringVar(&f.vppSocket, "vpp-socket", "", "VPP binary-API socket; empty: no VPP, routes are recorded as skipped")
 	fs.Var(&f.listen, "bgp-listen-address", "address the BGP speaker listens on (repeatable; default all addresses)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.journal, "journal-size", 1000, "number of recent actions kept for /actions")
 	fs.StringVar(&f.shutdown, "shutdown", "graceful", "on SIGTERM: graceful stops the speaker without a NOTIFICATION to graceful-restart peers, which keep this node's routes while it restarts; hard ends every session")
 	f.opts = optionFlags(fs)
+	f.operFlags.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -109,6 +111,10 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	srv := &http.Server{Handler: agent.Handler(loop), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
+	metricsAddr, err := serveMetrics(ctx, f.metricsAddr, loop, log)
+	if err != nil {
+		return err
+	}
 	go func() {
 		if err := speaker.WatchSessions(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
 			log.Error("session watch ended", "error", err)
@@ -119,7 +125,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 			log.Error("source ended", "error", err)
 		}
 	}()
-	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "source", sourceName(f))
+	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "metrics", metricsAddr, "source", sourceName(f))
 	loop.Run(ctx)
 	log.Info("peeragent stopping")
 	return nil

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/peeragent/peeragent/agent"
+)
+
+// operFlags are run's flags for what surrounds the agent: the metrics
+// listener, the log format, the kubeconfig context and the speaker's gRPC
+// API.
+type operFlags struct {
+	metricsAddr string
+}
+
+func (o *operFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9189", "address of the Prometheus /metrics listener, apart from --http-addr so that an in-cluster Prometheus can scrape it (only /metrics); empty: none")
+}
+
+// serveMetrics serves agent.MetricsHandler on addr until ctx ends; an
+// empty addr serves nothing. The listener is opened before it returns, so
+// a taken port is an error at start, not a log line.
+func serveMetrics(ctx context.Context, addr string, loop *agent.Loop, log *slog.Logger) (net.Addr, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	srv := &http.Server{Handler: agent.MetricsHandler(loop), ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			log.Error("metrics listener ended", "error", err)
+		}
+	}()
+	context.AfterFunc(ctx, func() { srv.Close() })
+	return ln.Addr(), nil
+}
