@@ -30,6 +30,7 @@ type Loop struct {
 	vpp     effects.Executor
 	secrets SecretWatcher
 	observe []func(state.Action) // e.g. the retry scheduler
+	publish []func(state.State)
 
 	work     chan []effects.Effect
 	ready    atomic.Bool // every source synced and the first effects applied
@@ -50,13 +51,18 @@ type LoopConfig struct {
 	Metrics  *Metrics
 	Journal  int
 	Observer []func(state.Action)
+	// Published are called on the loop's goroutine with each State it
+	// publishes (and the initial one, by NewLoop): for process settings
+	// derived from State that need no result, such as the log level
+	// (cmd/peeragent). They must be quick and must not dispatch.
+	Published []func(state.State)
 }
 
 // NewLoop makes a loop starting from cfg.Initial.
 func NewLoop(cfg LoopConfig) *Loop {
 	l := &Loop{box: newMailbox(), journal: NewJournal(cfg.Journal), metrics: cfg.Metrics,
 		log: cfg.Log, speaker: cfg.Speaker, vpp: cfg.VPP, secrets: cfg.Secrets,
-		observe: cfg.Observer, work: make(chan []effects.Effect, 1024), now: time.Now}
+		observe: cfg.Observer, publish: cfg.Published, work: make(chan []effects.Effect, 1024), now: time.Now}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -65,6 +71,9 @@ func NewLoop(cfg LoopConfig) *Loop {
 	}
 	s := cfg.Initial
 	l.cur.Store(&s)
+	for _, p := range l.publish {
+		p(s)
+	}
 	ins, _ := cfg.Speaker.(effects.Inspector)
 	l.metrics.Watch(l.State, ins)
 	l.inspector = ins
@@ -126,6 +135,9 @@ func (l *Loop) step(batch []state.Action) {
 	effs := effects.Diff(prev, s)
 	l.metrics.reduced(t1.Sub(t0), time.Since(t1))
 	l.cur.Store(&s)
+	for _, p := range l.publish {
+		p(s)
+	}
 	for _, a := range batch {
 		logAction(l.log, a)
 	}

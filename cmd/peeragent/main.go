@@ -28,7 +28,9 @@ Usage:
   peeragent version [-o text|json]
                              print the version, VCS revision and Go version
 
-Run "peeragent COMMAND --help" for the flags of a command.
+Run "peeragent COMMAND --help" for the flags of a command. Every flag is also
+read from $PEERAGENT_<FLAG> (--metrics-addr: $PEERAGENT_METRICS_ADDR); the
+command line wins.
 
 HTTP endpoints of "peeragent run" (--http-addr, default 127.0.0.1:9179):
 ` + agent.Endpoints + "\n"

@@ -16,10 +16,15 @@ import (
 // listener, the log format, the kubeconfig context and the speaker's gRPC
 // API.
 type operFlags struct {
-	metricsAddr string
+	metricsAddr, logFormat, kubeContext string
+	// level is the logger's level, set by runCmd (nil: run's caller made
+	// the logger, and the level is not followed there).
+	level *slog.LevelVar
 }
 
 func (o *operFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.logFormat, "log-format", "text", "log line format: text or json")
+	fs.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: the kubeconfig's current context)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9189", "address of the Prometheus /metrics listener, apart from --http-addr so that an in-cluster Prometheus can scrape it (only /metrics); empty: none")
 }
 
@@ -43,4 +48,14 @@ func serveMetrics(ctx context.Context, addr string, loop *agent.Loop, log *slog.
 	}()
 	context.AfterFunc(ctx, func() { srv.Close() })
 	return ln.Addr(), nil
+}
+
+// flagLevel is --log-level as a level (Info if it does not parse: runCmd
+// has refused it by then).
+func (f *runFlags) flagLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
 }

@@ -43,7 +43,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs.StringVar(&f.node, "node", os.Getenv("NODENAME"), "this node's name (default $NODENAME)")
 	fs.StringVar(&f.from, "from", "", "read objects from this manifest directory (live-reloaded) instead of the cluster")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster config)")
 	fs.StringVar(&f.group, "calico-api-group", "crd.projectcalico.org/v1", "API group of the Calico objects: crd.projectcalico.org/v1, projectcalico.org/v3 or auto")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9179", "address of the loopback HTTP endpoints (/state, /actions, /healthz, /readyz, /metrics, /neighbors/ADDRESS, /fsm)")
 	fs.StringVar(&f.vppSocket, "vpp-socket", "", "VPP binary-API socket; empty: no VPP, routes are recorded as skipped")
@@ -56,6 +56,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	if err := applyEnv(fs); err != nil {
+		return nil, err
+	}
 	if f.node == "" {
 		return nil, fmt.Errorf("--node (or $NODENAME) is required")
 	}
@@ -65,23 +68,16 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	return f, nil
 }
 
-func newLogger(level string, w io.Writer) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: %w", level, err)
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
-}
-
 func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	f, err := parseRunFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(f.logLevel, stderr)
+	log, level, err := newLogger(f.logLevel, f.logFormat, stderr)
 	if err != nil {
 		return err
 	}
+	f.level = level
 	return run(ctx, f, log)
 }
 
@@ -90,8 +86,9 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: slog.LevelWarn,
+	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: gobgpLevel(f.flagLevel()),
 		GracefulShutdown: f.shutdown == "graceful"})
+	follow := newLevelFollower(f.flagLevel(), f.level, speaker.SetGoBGPLevel, log)
 	defer speaker.Close()
 	vppExec, err := newVPP(ctx, f.vppSocket, log)
 	if err != nil {
@@ -101,7 +98,8 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	var sched *retry.Scheduler
 	loop := agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: vppExec,
 		Secrets: src, Log: log, Journal: f.journal,
-		Observer: []func(state.Action){func(a state.Action) { sched.Observe(a) }}})
+		Observer:  []func(state.Action){func(a state.Action) { sched.Observe(a) }},
+		Published: []func(state.State){follow.observe}})
 	sched = retry.New(loop.Dispatch, nil, nil)
 	defer sched.Stop()
 	ln, err := net.Listen("tcp", f.httpAddr)
@@ -158,7 +156,7 @@ func newSource(f *runFlags, log *slog.Logger) (source, error) {
 var errNoCluster = errors.New("no cluster: give --from DIR, or run in a cluster / give --kubeconfig")
 
 func newKube(f *runFlags, log *slog.Logger) (source, error) {
-	cfg, err := watch.RESTConfig(f.kubeconfig)
+	cfg, err := restConfig(f.kubeconfig, f.kubeContext)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", errNoCluster, err)
 	}
