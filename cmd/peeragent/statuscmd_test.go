@@ -20,7 +20,9 @@ import (
 // statusSpeaker acks every peer effect and reports fixed speaker facts.
 type statusSpeaker struct{}
 
-func (statusSpeaker) Execute(_ context.Context, effs []effects.Effect) []state.Action { return clusterAck(effs) }
+func (statusSpeaker) Execute(_ context.Context, effs []effects.Effect) []state.Action {
+	return clusterAck(effs)
+}
 
 func (statusSpeaker) Inspect(_ context.Context, addr netip.Addr, advertised bool) ([]effects.NeighborInfo, error) {
 	if addr.String() != "127.0.0.10" {
