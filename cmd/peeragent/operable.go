@@ -16,7 +16,7 @@ import (
 // listener, the log format, the kubeconfig context and the speaker's gRPC
 // API.
 type operFlags struct {
-	metricsAddr, logFormat, kubeContext string
+	metricsAddr, logFormat, kubeContext, gobgpAPI string
 	// level is the logger's level, set by runCmd (nil: run's caller made
 	// the logger, and the level is not followed there).
 	level *slog.LevelVar
@@ -25,6 +25,7 @@ type operFlags struct {
 func (o *operFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log line format: text or json")
 	fs.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: the kubeconfig's current context)")
+	fs.StringVar(&o.gobgpAPI, "gobgp-api", "", "serve the embedded GoBGP's gRPC API on this loopback HOST:PORT, for the gobgp CLI of the same release (gobgp -p PORT neighbor); empty: off")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9189", "address of the Prometheus /metrics listener, apart from --http-addr so that an in-cluster Prometheus can scrape it (only /metrics); empty: none")
 }
 
@@ -58,4 +59,28 @@ func (f *runFlags) flagLevel() slog.Level {
 		return slog.LevelInfo
 	}
 	return l
+}
+
+// checkGoBGPAPI refuses a --gobgp-api address that is not on loopback:
+// GoBGP's API has no authentication and can add peers and paths. It also
+// tries the address, because GoBGP would only log that it cannot listen.
+func checkGoBGPAPI(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--gobgp-api %q: %w", addr, err)
+	}
+	if host != "localhost" {
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("--gobgp-api %q: not a loopback address (the API has no authentication)", addr)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--gobgp-api: %w", err)
+	}
+	return ln.Close()
 }

@@ -65,6 +65,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.shutdown != "graceful" && f.shutdown != "hard" {
 		return nil, fmt.Errorf("--shutdown %q: want graceful or hard", f.shutdown)
 	}
+	if err := checkGoBGPAPI(f.gobgpAPI); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -87,7 +90,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		return err
 	}
 	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: gobgpLevel(f.flagLevel()),
-		GracefulShutdown: f.shutdown == "graceful"})
+		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI})
 	follow := newLevelFollower(f.flagLevel(), f.level, speaker.SetGoBGPLevel, log)
 	defer speaker.Close()
 	vppExec, err := newVPP(ctx, f.vppSocket, log)
