@@ -22,7 +22,7 @@ type operFlags struct {
 	level *slog.LevelVar
 }
 
-func (o *operFlags) register(fs *flag.FlagSet) {
+func registerOperFlags(fs *flag.FlagSet, o *operFlags) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log line format: text or json")
 	fs.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: the kubeconfig's current context)")
 	fs.StringVar(&o.gobgpAPI, "gobgp-api", "", "serve the embedded GoBGP's gRPC API on this loopback HOST:PORT, for the gobgp CLI of the same release (gobgp -p PORT neighbor); empty: off")

@@ -52,7 +52,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.IntVar(&f.journal, "journal-size", 1000, "number of recent actions kept for /actions")
 	fs.StringVar(&f.shutdown, "shutdown", "graceful", "on SIGTERM: graceful stops the speaker without a NOTIFICATION to graceful-restart peers, which keep this node's routes while it restarts; hard ends every session")
 	f.opts = optionFlags(fs)
-	f.operFlags.register(fs)
+	registerOperFlags(fs, &f.operFlags)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
