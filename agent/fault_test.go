@@ -78,7 +78,7 @@ func TestFailedCallsAreRetriedUntilApplied(t *testing.T) {
 		t.Error("the State never showed a failed phase with attempts and the injected error")
 	}
 	_, metrics := get(t, srv.URL+"/metrics")
-	for _, want := range []string{"peeragent_retries_total 6", `peeragent_effects_total{kind="peer",result="failed"} 6`} {
+	for _, want := range []string{"peeragent_retries_total 6", `peeragent_effects_total{kind="add-peer",result="failed"} 6`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

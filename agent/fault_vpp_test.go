@@ -90,8 +90,8 @@ func TestVPPErrorsAreRetriedUntilApplied(t *testing.T) {
 		t.Error("/state never showed the failed route with VPP's error")
 	}
 	_, metrics := get(t, srv.URL+"/metrics")
-	for _, want := range []string{`peeragent_effects_total{kind="route",result="failed"} 2`,
-		`peeragent_effects_total{kind="route",result="applied"} 1`, "peeragent_retries_total 2"} {
+	for _, want := range []string{`peeragent_effects_total{kind="add-route",result="failed"} 2`,
+		`peeragent_effects_total{kind="add-route",result="applied"} 1`, "peeragent_retries_total 2"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

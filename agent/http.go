@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/peeragent/peeragent/reducer"
 )
 
@@ -14,7 +12,8 @@ const Endpoints = `  GET /state    the live State as JSON (passwords as sha256 f
   GET /actions  the journal of the last actions, with sequence numbers and times
   GET /healthz  200 while the loop runs
   GET /readyz   200 once every source has synced and the first effects ran
-  GET /metrics  Prometheus metrics
+  GET /metrics  Prometheus metrics (also on --metrics-addr, alone)
+  GET /neighbors/ADDRESS  one neighbor: State's view and the speaker's
   GET /fsm      the session lifecycle as a mermaid state diagram`
 
 // Handler serves the loop's State and health over HTTP. Nothing it serves
@@ -38,7 +37,8 @@ func Handler(l *Loop) http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(l.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", metricsHandler(l))
+	mux.HandleFunc("GET /neighbors/{address}", neighborDetail(l))
 	mux.HandleFunc("GET /fsm", func(w http.ResponseWriter, r *http.Request) {
 		m, err := reducer.Mermaid()
 		if err != nil {

@@ -30,11 +30,15 @@ type Loop struct {
 	vpp     effects.Executor
 	secrets SecretWatcher
 	observe []func(state.Action) // e.g. the retry scheduler
+	publish []func(state.State)
 
 	work     chan []effects.Effect
 	ready    atomic.Bool // every source synced and the first effects applied
 	now      func() time.Time
 	pendingQ atomic.Int64
+	// inspector is the speaker's own view of its neighbors, when the
+	// speaker executor offers one (metrics, /neighbors/ADDRESS).
+	inspector effects.Inspector
 }
 
 // LoopConfig wires a Loop.
@@ -47,13 +51,18 @@ type LoopConfig struct {
 	Metrics  *Metrics
 	Journal  int
 	Observer []func(state.Action)
+	// Published are called on the loop's goroutine with each State it
+	// publishes (and the initial one, by NewLoop): for process settings
+	// derived from State that need no result, such as the log level
+	// (cmd/peeragent). They must be quick and must not dispatch.
+	Published []func(state.State)
 }
 
 // NewLoop makes a loop starting from cfg.Initial.
 func NewLoop(cfg LoopConfig) *Loop {
 	l := &Loop{box: newMailbox(), journal: NewJournal(cfg.Journal), metrics: cfg.Metrics,
 		log: cfg.Log, speaker: cfg.Speaker, vpp: cfg.VPP, secrets: cfg.Secrets,
-		observe: cfg.Observer, work: make(chan []effects.Effect, 1024), now: time.Now}
+		observe: cfg.Observer, publish: cfg.Published, work: make(chan []effects.Effect, 1024), now: time.Now}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -62,7 +71,12 @@ func NewLoop(cfg LoopConfig) *Loop {
 	}
 	s := cfg.Initial
 	l.cur.Store(&s)
-	l.metrics.Watch(l.State)
+	for _, p := range l.publish {
+		p(s)
+	}
+	ins, _ := cfg.Speaker.(effects.Inspector)
+	l.metrics.Watch(l.State, ins)
+	l.inspector = ins
 	return l
 }
 
@@ -108,7 +122,9 @@ func (l *Loop) step(batch []state.Action) {
 	s := prev
 	t0 := time.Now()
 	for _, a := range batch {
+		before := s
 		s = reducer.Reduce(s, a)
+		l.metrics.sessionChanged(before, s, a)
 		l.journal.Add(a, l.now())
 		l.metrics.action(a)
 		for _, o := range l.observe {
@@ -119,6 +135,9 @@ func (l *Loop) step(batch []state.Action) {
 	effs := effects.Diff(prev, s)
 	l.metrics.reduced(t1.Sub(t0), time.Since(t1))
 	l.cur.Store(&s)
+	for _, p := range l.publish {
+		p(s)
+	}
 	for _, a := range batch {
 		logAction(l.log, a)
 	}
@@ -169,6 +188,7 @@ func (l *Loop) secretEffect(e effects.Effect) {
 	if l.secrets == nil {
 		return
 	}
+	l.metrics.watched(e)
 	switch e := e.(type) {
 	case effects.WatchSecret:
 		l.secrets.Watch(e.Name)

@@ -4,13 +4,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/buildinfo"
 	"github.com/peeragent/peeragent/state"
 )
 
-// Metrics are the agent's Prometheus metrics. Labels are kinds, phases
-// and results: never an address-sized or secret-bearing value.
+// Metrics are the agent's Prometheus metrics. Labels are kinds, phases,
+// states and results, except the neighbor breakdown (neighbors.go), whose
+// address labels are bounded: never a secret-bearing value.
 type Metrics struct {
 	Registry *prometheus.Registry
 	actions  *prometheus.CounterVec
@@ -18,9 +21,11 @@ type Metrics struct {
 	diff     prometheus.Histogram
 	effects  *prometheus.CounterVec
 	retries  prometheus.Counter
+	flaps    prometheus.Counter
 }
 
-// NewMetrics registers every metric on a fresh registry.
+// NewMetrics registers every metric on a fresh registry, with the Go
+// runtime's and the process's collectors and peeragent_build_info.
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
@@ -31,11 +36,18 @@ func NewMetrics() *Metrics {
 		diff: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "peeragent_diff_seconds",
 			Help: "Time to diff two consecutive states.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
 		effects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "peeragent_effects_total",
-			Help: "Effects executed, by effect kind and result (applied, failed, skipped)."}, []string{"kind", "result"}),
+			Help: "Effects by effect kind (add-peer, set-policy, ...) and result: issued, then applied, failed or skipped."},
+			[]string{"kind", "result"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "peeragent_retries_total",
 			Help: "Retries that came due after a failed effect."}),
+		flaps: prometheus.NewCounter(prometheus.CounterOpts{Name: "peeragent_session_flaps_total",
+			Help: "Times a session left Established, over every neighbor this process has had."}),
 	}
-	m.Registry.MustRegister(m.actions, m.reduce, m.diff, m.effects, m.retries)
+	bi := prometheus.NewGauge(prometheus.GaugeOpts{Name: buildinfo.MetricName, Help: buildinfo.MetricHelp,
+		ConstLabels: buildinfo.Read().Labels()})
+	bi.Set(1)
+	m.Registry.MustRegister(m.actions, m.reduce, m.diff, m.effects, m.retries, m.flaps, bi,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -43,6 +55,22 @@ func (m *Metrics) action(a state.Action) {
 	m.actions.WithLabelValues(a.ActionName()).Inc()
 	if _, ok := a.(state.RetryDue); ok {
 		m.retries.Inc()
+	}
+}
+
+// sessionChanged counts the flaps one action caused, from the session
+// before and after it was reduced: a counter kept here, not a sum over
+// State, so it never drops when a neighbor (and its Flaps) goes away.
+func (m *Metrics) sessionChanged(before, after state.State, a state.Action) {
+	sc, ok := a.(state.SessionStateChanged)
+	if !ok {
+		return
+	}
+	k := state.AddrKey(sc.Address.Unmap())
+	x, ok1 := before.Out.Sessions.Get(k)
+	y, ok2 := after.Out.Sessions.Get(k)
+	if ok1 && ok2 && y.Flaps > x.Flaps {
+		m.flaps.Add(float64(y.Flaps - x.Flaps))
 	}
 }
 
@@ -54,14 +82,14 @@ func (m *Metrics) reduced(reduce, diff time.Duration) {
 	m.diff.Observe(diff.Seconds())
 }
 
-// Watch makes the registry report the gauges of whatever current returns.
-func (m *Metrics) Watch(current func() state.State) {
-	m.Registry.MustRegister(&stateCollector{current: current})
+// Watch makes the registry report the gauges of whatever current returns,
+// and, with an Inspector (may be nil), the speaker's per-neighbor view.
+func (m *Metrics) Watch(current func() state.State, ins effects.Inspector) {
+	m.Registry.MustRegister(&stateCollector{current: current}, &neighborCollector{current: current, ins: ins})
 }
 
 var (
 	neighborsDesc = prometheus.NewDesc("peeragent_neighbors", "Neighbors by lifecycle phase.", []string{"phase"}, nil)
-	flapsDesc     = prometheus.NewDesc("peeragent_session_flaps", "Sum over current neighbors of the times their session left Established.", nil, nil)
 	problemsDesc  = prometheus.NewDesc("peeragent_problems", "Current problems, by object kind.", []string{"kind"}, nil)
 	neighborsSum  = prometheus.NewDesc("peeragent_desired_neighbors", "Neighbors this node must have (held back ones included).", nil, nil)
 )
@@ -70,7 +98,6 @@ type stateCollector struct{ current func() state.State }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- neighborsDesc
-	ch <- flapsDesc
 	ch <- problemsDesc
 	ch <- neighborsSum
 }
@@ -82,16 +109,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		state.PhaseEstablished, state.PhaseUpdating, state.PhaseDeleting, state.PhaseFailed} {
 		phases[p] = 0
 	}
-	flaps := 0
 	s.Out.Sessions.Range(func(_ string, x *state.Session) bool {
 		phases[x.Phase]++
-		flaps += x.Flaps
 		return true
 	})
 	for p, v := range phases {
 		ch <- prometheus.MustNewConstMetric(neighborsDesc, prometheus.GaugeValue, v, p.String())
 	}
-	ch <- prometheus.MustNewConstMetric(flapsDesc, prometheus.GaugeValue, float64(flaps))
 	ch <- prometheus.MustNewConstMetric(neighborsSum, prometheus.GaugeValue, float64(s.Out.Neighbors.Len()))
 	kinds := map[string]float64{}
 	for _, p := range s.AllProblems() {
@@ -111,28 +135,59 @@ func problemKind(object string) string {
 	return object
 }
 
+// executed counts a batch's effects as issued and each one's result under
+// the same fine kind: a result (one per address and generation, or per
+// server effect) settles every effect of the batch it answers.
 func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
-	for _, e := range effs {
-		m.effects.WithLabelValues(effectKind(e), "issued").Inc()
+	type key struct {
+		route bool
+		ref   effects.Ref
 	}
+	result := map[key]string{}
+	server := ""
 	for _, r := range results {
 		switch r := r.(type) {
-		case state.PeerApplied, state.ServerApplied:
-			m.effects.WithLabelValues("peer", "applied").Inc()
+		case state.PeerApplied:
+			result[key{false, effects.Ref{Addr: r.Address, Gen: r.Gen}}] = "applied"
+		case state.PeerApplyFailed:
+			result[key{false, effects.Ref{Addr: r.Address, Gen: r.Gen}}] = "failed"
 		case state.RouteApplied:
-			result := "applied"
+			res := "applied"
 			if r.Skipped {
-				result = "skipped"
+				res = "skipped"
 			}
-			m.effects.WithLabelValues("route", result).Inc()
-		case state.PeerApplyFailed, state.ServerApplyFailed:
-			m.effects.WithLabelValues("peer", "failed").Inc()
+			result[key{true, effects.Ref{Addr: r.Address, Gen: r.Gen}}] = res
 		case state.RouteApplyFailed:
-			m.effects.WithLabelValues("route", "failed").Inc()
+			result[key{true, effects.Ref{Addr: r.Address, Gen: r.Gen}}] = "failed"
+		case state.ServerApplied:
+			server = "applied"
+		case state.ServerApplyFailed:
+			server = "failed"
+		}
+	}
+	for _, e := range effs {
+		ref := e.Ref()
+		kind := ref.Kind.String()
+		m.effects.WithLabelValues(kind, "issued").Inc()
+		var res string
+		switch k := ref.Kind; {
+		case k.Peer():
+			res = result[key{false, effects.Ref{Addr: ref.Addr, Gen: ref.Gen}}]
+		case k == effects.KindAddRoute || k == effects.KindDeleteRoute:
+			res = result[key{true, effects.Ref{Addr: ref.Addr, Gen: ref.Gen}}]
+		case k.Speaker():
+			res = server
+		}
+		if res != "" {
+			m.effects.WithLabelValues(kind, res).Inc()
 		}
 	}
 }
 
-// effectKind is the first word of the effect's String, without building
-// the string: this runs for every effect executed.
-func effectKind(e effects.Effect) string { return e.Ref().Kind.String() }
+// watched counts secret watch effects, which the loop carries out itself
+// and which cannot fail.
+func (m *Metrics) watched(e effects.Effect) {
+	kind := e.Ref().Kind.String()
+	m.effects.WithLabelValues(kind, "issued").Inc()
+	m.effects.WithLabelValues(kind, "applied").Inc()
+}

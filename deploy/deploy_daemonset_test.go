@@ -145,7 +145,7 @@ var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 // versionedImage is the agent's image at a release version.
 var versionedImage = regexp.MustCompile(`^ghcr\.io/peeragent/peeragent:v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 
-// metricsPort is the planned --metrics-addr default (:9189), which the
+// metricsPort is the --metrics-addr default (:9189), which the
 // scrape annotations and the PodMonitor name.
 const metricsPort = "9189"
 

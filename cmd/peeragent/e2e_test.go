@@ -130,14 +130,14 @@ func buildAgent(t *testing.T) string {
 	return bin
 }
 
-func startAgent(t *testing.T, bin, dir, node, addr string) *agentProc {
+func startAgent(t *testing.T, bin, dir, node, addr string, extra ...string) *agentProc {
 	logf, err := os.Create(filepath.Join(t.TempDir(), node+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := &agentProc{node: node, http: freeAddr(t, addr), out: logf}
-	cmd := exec.Command(bin, "run", "--from", dir, "--node", node, "--bgp-listen-address", addr,
-		"--http-addr", a.http, "--log-level", "debug")
+	cmd := exec.Command(bin, append([]string{"run", "--from", dir, "--node", node, "--bgp-listen-address", addr,
+		"--http-addr", a.http, "--metrics-addr", "127.0.0.1:0", "--log-level", "debug"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

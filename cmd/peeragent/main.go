@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/state"
@@ -21,14 +20,17 @@ const usage = `peeragent: the BGP peer manager of a Calico/VPP node.
 
 Usage:
   peeragent run    [flags]   run the agent (--from DIR, or the cluster)
-  peeragent plan   --from DIR --node NAME [-o text|json]
+  peeragent plan   (--from DIR | --kubeconfig FILE) --node NAME [-o text|json] [--fail-on-problems]
                              print what a fresh agent would configure, and why
-  peeragent status [--addr HOST:PORT]
-                             print a running agent's neighbors and problems
+  peeragent status [--addr HOST:PORT] [-o text|json] [ADDRESS]
+                             print a running agent's neighbors and problems,
+                             or one neighbor in detail
   peeragent version [-o text|json]
                              print the version, VCS revision and Go version
 
-Run "peeragent COMMAND --help" for the flags of a command.
+Run "peeragent COMMAND --help" for the flags of a command. Every flag is also
+read from $PEERAGENT_<FLAG> (--metrics-addr: $PEERAGENT_METRICS_ADDR); the
+command line wins.
 
 HTTP endpoints of "peeragent run" (--http-addr, default 127.0.0.1:9179):
 ` + agent.Endpoints + "\n"
@@ -70,47 +72,6 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-func planCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	from := fs.String("from", "", "manifest directory to plan from (required)")
-	node := fs.String("node", os.Getenv("NODENAME"), "the node to plan for (default $NODENAME)")
-	out := fs.String("o", "text", "output format: text or json")
-	opts := optionFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *from == "" || *node == "" {
-		return fmt.Errorf("--from and --node are required")
-	}
-	p := MakePlan(*from, *node, opts())
-	switch *out {
-	case "json":
-		return p.WriteJSON(stdout)
-	case "text":
-		p.WriteText(stdout)
-		return nil
-	}
-	return fmt.Errorf("-o %q: want text or json", *out)
-}
-
-func statusCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:9179", "HTTP address of the running agent")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	d, err := fetchState(ctx, *addr)
-	if err != nil {
-		return err
-	}
-	WriteStatus(stdout, d, time.Now())
-	return nil
 }
 
 // optionFlags declares the flags that shape derivation (shared by run and plan).

@@ -47,15 +47,26 @@ type PlanNeighbor struct {
 // node would configure from the manifests in dir.
 func MakePlan(dir, node string, opts state.Options) Plan {
 	objs, probs := watch.LoadDir(dir)
-	s := state.New(node, opts)
+	var acts []state.Action
 	if len(probs) > 0 {
-		s = reducer.Reduce(s, state.InputProblemsReported{Source: "file/" + dir, Problems: probs})
+		acts = append(acts, state.InputProblemsReported{Source: "file/" + dir, Problems: probs})
 	}
-	for _, a := range objs.Actions() {
+	return PlanFrom(node, opts, append(acts, objs.Actions()...))
+}
+
+// PlanFrom computes the plan of a fresh agent on node that has seen acts,
+// in order (a manifest directory's objects, or a cluster's first lists).
+// A node that no Node names is a problem: the plan is then of nothing.
+func PlanFrom(node string, opts state.Options, acts []state.Action) Plan {
+	s := state.New(node, opts)
+	for _, a := range acts {
 		s = reducer.Reduce(s, a)
 	}
 	p := Plan{Node: node, ASN: s.Server.ASN, RouterID: addrText(s.Server.RouterID),
 		Neighbors: []PlanNeighbor{}, Effects: []string{}, Problems: s.AllProblems()}
+	if _, ok := s.Inputs.Nodes.Get(node); !ok {
+		p.Problems = append(p.Problems, state.Problem{Object: "node/" + node, Reason: "no Node of this name in the input: nothing to plan for"})
+	}
 	for _, e := range effects.Diff(state.New(node, opts), s) {
 		p.Effects = append(p.Effects, e.String())
 	}
@@ -104,7 +115,7 @@ func (p Plan) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\neffects (%d):\n", len(p.Effects))
 	for _, e := range p.Effects {
-		fmt.Fprintf(w, "  %s\n", e)
+		fmt.Fprintf(w, "  %s\n", withoutGen(e))
 	}
 	fmt.Fprintf(w, "\nproblems (%d):\n", len(p.Problems))
 	for _, pr := range p.Problems {

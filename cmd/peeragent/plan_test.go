@@ -68,7 +68,7 @@ func TestCommandErrors(t *testing.T) {
 	}{
 		{"no-command", nil, 2, "Usage:"},
 		{"unknown-command", []string{"frobnicate"}, 2, "unknown command"},
-		{"plan-without-from", []string{"plan", "--node", "x"}, 1, "--from and --node are required"},
+		{"plan-without-node", []string{"plan", "--from", "../../examples/lab", "--node", ""}, 1, "--node (or $NODENAME) is required"},
 		{"plan-bad-format", []string{"plan", "--from", "../../examples/lab", "--node", "node-a", "-o", "xml"}, 1, "want text or json"},
 		{"run-without-node", []string{"run", "--from", "../../examples/lab", "--node", ""}, 1, "--node"},
 		{"status-nobody-listening", []string{"status", "--addr", "127.0.0.1:1"}, 1, "read state from"},

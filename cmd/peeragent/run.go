@@ -34,6 +34,7 @@ type runFlags struct {
 	listen                                                                 stringList
 	journal                                                                int
 	opts                                                                   func() state.Options
+	operFlags
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
@@ -42,16 +43,20 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs.StringVar(&f.node, "node", os.Getenv("NODENAME"), "this node's name (default $NODENAME)")
 	fs.StringVar(&f.from, "from", "", "read objects from this manifest directory (live-reloaded) instead of the cluster")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster config)")
 	fs.StringVar(&f.group, "calico-api-group", "crd.projectcalico.org/v1", "API group of the Calico objects: crd.projectcalico.org/v1, projectcalico.org/v3 or auto")
-	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9179", "address of the HTTP endpoints (/state, /actions, /healthz, /readyz, /metrics, /fsm)")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9179", "address of the loopback HTTP endpoints (/state, /actions, /healthz, /readyz, /metrics, /neighbors/ADDRESS, /fsm)")
 	fs.StringVar(&f.vppSocket, "vpp-socket", "", "VPP binary-API socket; empty: no VPP, routes are recorded as skipped")
 	fs.Var(&f.listen, "bgp-listen-address", "address the BGP speaker listens on (repeatable; default all addresses)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.journal, "journal-size", 1000, "number of recent actions kept for /actions")
 	fs.StringVar(&f.shutdown, "shutdown", "graceful", "on SIGTERM: graceful stops the speaker without a NOTIFICATION to graceful-restart peers, which keep this node's routes while it restarts; hard ends every session")
 	f.opts = optionFlags(fs)
+	registerOperFlags(fs, &f.operFlags)
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := applyEnv(fs); err != nil {
 		return nil, err
 	}
 	if f.node == "" {
@@ -60,15 +65,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.shutdown != "graceful" && f.shutdown != "hard" {
 		return nil, fmt.Errorf("--shutdown %q: want graceful or hard", f.shutdown)
 	}
-	return f, nil
-}
-
-func newLogger(level string, w io.Writer) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	if err := checkGoBGPAPI(f.gobgpAPI); err != nil {
+		return nil, err
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	return f, nil
 }
 
 func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
@@ -76,10 +76,11 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(f.logLevel, stderr)
+	log, level, err := newLogger(f.logLevel, f.logFormat, stderr)
 	if err != nil {
 		return err
 	}
+	f.level = level
 	return run(ctx, f, log)
 }
 
@@ -88,8 +89,9 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: slog.LevelWarn,
-		GracefulShutdown: f.shutdown == "graceful"})
+	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: gobgpLevel(f.flagLevel()),
+		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI})
+	follow := newLevelFollower(f.flagLevel(), f.level, speaker.SetGoBGPLevel, log)
 	defer speaker.Close()
 	vppExec, err := newVPP(ctx, f.vppSocket, log)
 	if err != nil {
@@ -99,7 +101,8 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	var sched *retry.Scheduler
 	loop := agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: vppExec,
 		Secrets: src, Log: log, Journal: f.journal,
-		Observer: []func(state.Action){func(a state.Action) { sched.Observe(a) }}})
+		Observer:  []func(state.Action){func(a state.Action) { sched.Observe(a) }},
+		Published: []func(state.State){follow.observe}})
 	sched = retry.New(loop.Dispatch, nil, nil)
 	defer sched.Stop()
 	ln, err := net.Listen("tcp", f.httpAddr)
@@ -109,6 +112,10 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	srv := &http.Server{Handler: agent.Handler(loop), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
+	metricsAddr, err := serveMetrics(ctx, f.metricsAddr, loop, log)
+	if err != nil {
+		return err
+	}
 	go func() {
 		if err := speaker.WatchSessions(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
 			log.Error("session watch ended", "error", err)
@@ -119,7 +126,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 			log.Error("source ended", "error", err)
 		}
 	}()
-	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "source", sourceName(f))
+	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "metrics", metricsAddr, "source", sourceName(f))
 	loop.Run(ctx)
 	log.Info("peeragent stopping")
 	return nil
@@ -152,7 +159,7 @@ func newSource(f *runFlags, log *slog.Logger) (source, error) {
 var errNoCluster = errors.New("no cluster: give --from DIR, or run in a cluster / give --kubeconfig")
 
 func newKube(f *runFlags, log *slog.Logger) (source, error) {
-	cfg, err := watch.RESTConfig(f.kubeconfig)
+	cfg, err := restConfig(f.kubeconfig, f.kubeContext)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", errNoCluster, err)
 	}

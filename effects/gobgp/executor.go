@@ -34,6 +34,10 @@ type Options struct {
 	GracefulShutdown bool
 	// Now is the clock for result and session timestamps (time.Now if nil).
 	Now func() time.Time
+	// GRPCAddress, when set, serves GoBGP's own gRPC API (what the gobgp
+	// CLI of the same release speaks) on it while the speaker runs; see
+	// grpcapi.go. Empty: no API.
+	GRPCAddress string
 }
 
 // Executor carries out speaker effects on an embedded GoBGP server. It is
@@ -48,6 +52,7 @@ type Executor struct {
 	listen   []string
 	now      func() time.Time
 	graceful bool
+	grpc     string // Options.GRPCAddress
 
 	mu       sync.Mutex        // guards what follows; held for a whole Execute
 	bgp      *server.BgpServer // the running speaker, nil while stopped
@@ -69,6 +74,7 @@ func New(opts Options) *Executor {
 		listen:   append([]string(nil), opts.ListenAddresses...),
 		now:      opts.Now,
 		graceful: opts.GracefulShutdown,
+		grpc:     opts.GRPCAddress,
 		policies: map[netip.Addr]installed{},
 		peers:    map[netip.Addr]reflector{},
 	}

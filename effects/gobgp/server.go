@@ -30,7 +30,7 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server) error {
 			return err
 		}
 	}
-	bgp := server.NewBgpServer(server.LoggerOption(e.glog, e.level))
+	bgp := server.NewBgpServer(e.serverOptions()...)
 	go bgp.Serve()
 	err := bgp.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
 		Asn:             srv.ASN,
@@ -43,6 +43,7 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server) error {
 		// opened when a later one fails; stopping closes them (and ends
 		// this server's loop) so that a retry can bind.
 		_ = bgp.StopBgp(context.Background(), &api.StopBgpRequest{})
+		e.stopGRPC(bgp)
 		return err
 	}
 	s := srv
@@ -63,6 +64,7 @@ func (e *Executor) stopServer(ctx context.Context, graceful bool) error {
 		return nil
 	}
 	err := e.bgp.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: graceful})
+	e.stopGRPC(e.bgp)
 	// Whatever StopBgp said, this server is done with: its loop ends with
 	// the request, and a new start makes a new server.
 	e.sessions.detach()

@@ -1,0 +1,206 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/state"
+)
+
+// inspectingSpeaker is a fakeSpeaker that also answers Inspect with fixed
+// route counts for every address it was asked to add.
+type inspectingSpeaker struct{ fakeSpeaker }
+
+func (f *inspectingSpeaker) Inspect(_ context.Context, addr netip.Addr, advertised bool) ([]effects.NeighborInfo, error) {
+	var out []effects.NeighborInfo
+	for _, a := range []string{"10.0.0.2", "10.0.0.9"} {
+		if addr.IsValid() && addr.String() != a {
+			continue
+		}
+		n := effects.NeighborInfo{Address: mustAddr(a), State: "established", Received: 5, Accepted: 4,
+			HoldTime: 90, KeepaliveInterval: 30, RemoteCapabilities: []string{"route-refresh"}}
+		if advertised {
+			adv := uint64(3)
+			n.Advertised = &adv
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func startInspectedLoop(t *testing.T) *Loop {
+	t.Helper()
+	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: &inspectingSpeaker{},
+		Secrets: &fakeSecrets{watched: map[string]bool{}}, Journal: 100, Log: discardLogger()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for _, a := range labActions() {
+		l.Dispatch(a)
+	}
+	waitFor(t, "ready", l.Ready)
+	now := time.Unix(1700000000, 0)
+	for _, addr := range []string{"10.0.0.2", "10.0.0.9"} {
+		l.Dispatch(state.SessionStateChanged{Address: mustAddr(addr), State: "established", At: now})
+	}
+	waitFor(t, "both sessions established", func() bool {
+		s := l.State()
+		n := 0
+		s.Out.Sessions.Range(func(_ string, x *state.Session) bool {
+			if x.BGP == "established" {
+				n++
+			}
+			return true
+		})
+		return n == 2
+	})
+	return l
+}
+
+func TestMetricsExpositionLints(t *testing.T) {
+	l := startInspectedLoop(t)
+	problems, err := testutil.GatherAndLint(l.Metrics().Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	mfs, err := l.Metrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	for _, want := range []string{"go_goroutines", "process_cpu_seconds_total", "peeragent_build_info",
+		"peeragent_session_flaps_total", "peeragent_sessions", "peeragent_routes",
+		"peeragent_neighbor_session_state", "peeragent_neighbor_routes", "peeragent_effects_total"} {
+		if !names[want] {
+			t.Errorf("no %s in the exposition", want)
+		}
+	}
+}
+
+func scrape(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	code, body := get(t, srv.URL+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	return body
+}
+
+func TestMetricsNeighborBreakdownLeavesMeshAggregated(t *testing.T) {
+	l := startInspectedLoop(t)
+	body := scrape(t, MetricsHandler(l))
+	for _, want := range []string{
+		`peeragent_neighbor_session_state{neighbor="10.0.0.9",origin="bgppeer/tor",state="established"} 1`,
+		`peeragent_neighbor_session_state{neighbor="10.0.0.9",origin="bgppeer/tor",state="idle"} 0`,
+		`peeragent_neighbor_routes{direction="received",neighbor="10.0.0.9",origin="bgppeer/tor"} 5`,
+		`peeragent_neighbor_routes{direction="accepted",neighbor="10.0.0.9",origin="bgppeer/tor"} 4`,
+		`peeragent_neighbor_routes{direction="advertised",neighbor="10.0.0.9",origin="bgppeer/tor"} 3`,
+		`peeragent_sessions{group="mesh",state="established"} 1`,
+		`peeragent_sessions{group="peer",state="established"} 1`,
+		`peeragent_routes{direction="received",group="mesh"} 5`,
+		`peeragent_routes{direction="accepted",group="peer"} 4`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+	if strings.Contains(body, `neighbor="10.0.0.2"`) {
+		t.Error("a mesh peer has series of its own")
+	}
+	if strings.Contains(body, testPassword) {
+		t.Error("password text in the scrape")
+	}
+}
+
+func TestMetricsEffectKindsAreTheSameForEveryResult(t *testing.T) {
+	l := startInspectedLoop(t)
+	body := scrape(t, MetricsHandler(l))
+	for _, want := range []string{
+		`peeragent_effects_total{kind="add-peer",result="issued"} 2`,
+		`peeragent_effects_total{kind="add-peer",result="applied"} 2`,
+		`peeragent_effects_total{kind="start-server",result="issued"} 1`,
+		`peeragent_effects_total{kind="watch-secret",result="applied"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+	if strings.Contains(body, `kind="peer"`) || strings.Contains(body, `kind="route"`) {
+		t.Error("a coarse kind label is left")
+	}
+}
+
+func TestSessionFlapsIsACounterThatOutlivesItsNeighbor(t *testing.T) {
+	l := startInspectedLoop(t)
+	l.Dispatch(state.SessionStateChanged{Address: mustAddr("10.0.0.9"), State: "idle", Reason: "hold timer expired"})
+	want := "peeragent_session_flaps_total 1"
+	waitFor(t, want, func() bool { return strings.Contains(scrape(t, MetricsHandler(l)), want) })
+	l.Dispatch(state.PeerDeleted{Name: "tor"})
+	waitFor(t, "the neighbor gone", func() bool {
+		_, ok := l.State().Out.Neighbors.Get(state.AddrKey(mustAddr("10.0.0.9")))
+		return !ok
+	})
+	body := scrape(t, MetricsHandler(l))
+	if !strings.Contains(body, want) {
+		t.Errorf("after the neighbor went, the scrape lacks %q", want)
+	}
+	if strings.Contains(body, `neighbor="10.0.0.9"`) {
+		t.Error("a deleted neighbor still has series")
+	}
+}
+
+func TestMetricsHandlerServesOnlyMetrics(t *testing.T) {
+	l := startInspectedLoop(t)
+	srv := httptest.NewServer(MetricsHandler(l))
+	defer srv.Close()
+	for _, path := range []string{"/state", "/actions", "/neighbors/10.0.0.9", "/fsm"} {
+		if code, _ := get(t, srv.URL+path); code != http.StatusNotFound {
+			t.Errorf("metrics address serves %s: %d, want 404", path, code)
+		}
+	}
+}
+
+func TestNeighborDetailEndpoint(t *testing.T) {
+	l := startInspectedLoop(t)
+	srv := httptest.NewServer(Handler(l))
+	defer srv.Close()
+	code, body := get(t, srv.URL+"/neighbors/10.0.0.9")
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	var d NeighborDetail
+	if err := json.Unmarshal([]byte(body), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Session == nil || d.Session.BGP != "established" || d.Speaker == nil || d.Speaker.Advertised == nil ||
+		*d.Speaker.Advertised != 3 || d.Speaker.HoldTime != 90 {
+		t.Errorf("detail = %s", body)
+	}
+	if !strings.Contains(body, `"password": "sha256:`) || strings.Contains(body, testPassword) {
+		t.Errorf("password not as a fingerprint: %s", body)
+	}
+	if code, _ := get(t, srv.URL+"/neighbors/10.9.9.9"); code != http.StatusNotFound {
+		t.Errorf("unknown neighbor: %d, want 404", code)
+	}
+	if code, _ := get(t, srv.URL+"/neighbors/bogus"); code != http.StatusBadRequest {
+		t.Errorf("bad address: %d, want 400", code)
+	}
+}

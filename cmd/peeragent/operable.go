@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/peeragent/peeragent/agent"
+)
+
+// operFlags are run's flags for what surrounds the agent: the metrics
+// listener, the log format, the kubeconfig context and the speaker's gRPC
+// API.
+type operFlags struct {
+	metricsAddr, logFormat, kubeContext, gobgpAPI string
+	// level is the logger's level, set by runCmd (nil: run's caller made
+	// the logger, and the level is not followed there).
+	level *slog.LevelVar
+}
+
+func registerOperFlags(fs *flag.FlagSet, o *operFlags) {
+	fs.StringVar(&o.logFormat, "log-format", "text", "log line format: text or json")
+	fs.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: the kubeconfig's current context)")
+	fs.StringVar(&o.gobgpAPI, "gobgp-api", "", "serve the embedded GoBGP's gRPC API on this loopback HOST:PORT, for the gobgp CLI of the same release (gobgp -p PORT neighbor); empty: off")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9189", "address of the Prometheus /metrics listener, apart from --http-addr so that an in-cluster Prometheus can scrape it (only /metrics); empty: none")
+}
+
+// serveMetrics serves agent.MetricsHandler on addr until ctx ends; an
+// empty addr serves nothing. The listener is opened before it returns, so
+// a taken port is an error at start, not a log line.
+func serveMetrics(ctx context.Context, addr string, loop *agent.Loop, log *slog.Logger) (net.Addr, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	srv := &http.Server{Handler: agent.MetricsHandler(loop), ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			log.Error("metrics listener ended", "error", err)
+		}
+	}()
+	context.AfterFunc(ctx, func() { srv.Close() })
+	return ln.Addr(), nil
+}
+
+// flagLevel is --log-level as a level (Info if it does not parse: runCmd
+// has refused it by then).
+func (f *runFlags) flagLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// checkGoBGPAPI refuses a --gobgp-api address that is not on loopback:
+// GoBGP's API has no authentication and can add peers and paths. It also
+// tries the address, because GoBGP would only log that it cannot listen.
+func checkGoBGPAPI(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--gobgp-api %q: %w", addr, err)
+	}
+	if host != "localhost" {
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("--gobgp-api %q: not a loopback address (the API has no authentication)", addr)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--gobgp-api: %w", err)
+	}
+	return ln.Close()
+}

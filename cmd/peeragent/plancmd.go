@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/peeragent/peeragent/reducer"
+	"github.com/peeragent/peeragent/state"
+)
+
+func planCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := &runFlags{}
+	fs.StringVar(&f.from, "from", "", "manifest directory to plan from; without it, the cluster (--kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster)")
+	fs.StringVar(&f.node, "node", os.Getenv("NODENAME"), "the node to plan for (default $NODENAME)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster config)")
+	fs.StringVar(&f.kubeContext, "context", "", "kubeconfig context (default: the current context)")
+	fs.StringVar(&f.group, "calico-api-group", "crd.projectcalico.org/v1", "API group of the Calico objects: crd.projectcalico.org/v1, projectcalico.org/v3 or auto")
+	out := fs.String("o", "text", "output format: text or json")
+	failOn := fs.Bool("fail-on-problems", false, "exit 1 when the plan has problems (a --node that no Node names is one)")
+	timeout := fs.Duration("timeout", 30*time.Second, "with a cluster: how long to wait for its lists and the referenced Secrets")
+	f.opts = optionFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyEnv(fs); err != nil {
+		return err
+	}
+	if f.node == "" {
+		return fmt.Errorf("--node (or $NODENAME) is required")
+	}
+	if *out != "text" && *out != "json" {
+		return fmt.Errorf("-o %q: want text or json", *out)
+	}
+	var p Plan
+	if f.from != "" {
+		p = MakePlan(f.from, f.node, f.opts())
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		defer cancel()
+		acts, err := listCluster(ctx, f, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		if err != nil {
+			return err
+		}
+		p = PlanFrom(f.node, f.opts(), acts)
+	}
+	if *out == "json" {
+		if err := p.WriteJSON(stdout); err != nil {
+			return err
+		}
+	} else {
+		p.WriteText(stdout)
+	}
+	if *failOn && len(p.Problems) > 0 {
+		return fmt.Errorf("%d problems (--fail-on-problems)", len(p.Problems))
+	}
+	return nil
+}
+
+// listCluster runs the agent's own cluster source until every kind has
+// listed and every Secret the resulting State references has been read
+// (found or not), and returns the actions it dispatched, in order. The
+// plan is then computed from them as a fresh agent would.
+func listCluster(ctx context.Context, f *runFlags, log *slog.Logger) ([]state.Action, error) {
+	src, err := newKube(f, log)
+	if err != nil {
+		return nil, err
+	}
+	c := &collector{signal: make(chan struct{}, 1)}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- src.Run(runCtx, c.dispatch) }()
+	defer func() { stop(); <-done }()
+	requested := map[string]bool{}
+	for {
+		acts, synced, seen := c.snapshot()
+		if synced {
+			s := state.New(f.node, f.opts())
+			s = reduceAll(s, acts)
+			missing := false
+			s.Out.Watches.Range(func(name string, _ struct{}) bool {
+				if !requested[name] {
+					requested[name] = true
+					src.Watch(name)
+				}
+				if !seen[name] {
+					missing = true
+				}
+				return true
+			})
+			if !missing {
+				return acts, nil
+			}
+		}
+		select {
+		case <-c.signal:
+		case err := <-done:
+			if err == nil {
+				err = ctx.Err()
+			}
+			return nil, fmt.Errorf("cluster source ended before it listed: %v", err)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster: not every kind listed and every referenced Secret read in time (--timeout): %w", ctx.Err())
+		}
+	}
+}
+
+// collector keeps what the cluster source dispatches.
+type collector struct {
+	mu     sync.Mutex
+	acts   []state.Action
+	signal chan struct{}
+}
+
+func (c *collector) dispatch(a state.Action) {
+	c.mu.Lock()
+	c.acts = append(c.acts, a)
+	c.mu.Unlock()
+	select {
+	case c.signal <- struct{}{}:
+	default:
+	}
+}
+
+// snapshot returns the actions so far, whether every gating kind has
+// listed, and the Secrets read so far (found or not).
+func (c *collector) snapshot() ([]state.Action, bool, map[string]bool) {
+	c.mu.Lock()
+	acts := append([]state.Action(nil), c.acts...)
+	c.mu.Unlock()
+	listed := map[state.Kind]bool{}
+	seen := map[string]bool{}
+	for _, a := range acts {
+		switch a := a.(type) {
+		case state.SourceSynced:
+			listed[a.Kind] = true
+		case state.SecretUpserted:
+			seen[a.Secret.Name] = true
+		case state.SecretDeleted:
+			seen[a.Name] = true
+		}
+	}
+	for _, k := range state.SyncedKinds {
+		if !listed[k] {
+			return acts, false, seen
+		}
+	}
+	return acts, true, seen
+}
+
+var genField = regexp.MustCompile(` gen=[0-9]+`)
+
+// withoutGen drops the generation counters from an effect's String for
+// people: they are bookkeeping (docs/design.md, rules of taste 3), and a
+// plan's are always those of a fresh agent.
+func withoutGen(s string) string { return genField.ReplaceAllString(s, "") }
+
+func reduceAll(s state.State, acts []state.Action) state.State {
+	for _, a := range acts {
+		s = reducer.Reduce(s, a)
+	}
+	return s
+}

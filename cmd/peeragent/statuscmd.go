@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/state"
+)
+
+func statusCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:9179", "HTTP address of the running agent")
+	out := fs.String("o", "text", "output format: text or json")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: peeragent status [flags] [ADDRESS]\n\nWith ADDRESS, one neighbor in detail (timers, capabilities, paths, last error).")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var neighbor string
+	if fs.NArg() > 0 { // flags may follow the address
+		neighbor = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("one neighbor address at most, got %q", append([]string{neighbor}, fs.Args()...))
+		}
+	}
+	if err := applyEnv(fs); err != nil {
+		return err
+	}
+	if *out != "text" && *out != "json" {
+		return fmt.Errorf("-o %q: want text or json", *out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if neighbor != "" {
+		a, err := netip.ParseAddr(neighbor)
+		if err != nil {
+			return fmt.Errorf("%q is not an IP address", neighbor)
+		}
+		d, err := fetchNeighbor(ctx, *addr, a)
+		if err != nil {
+			return err
+		}
+		if *out == "json" {
+			return writeIndented(stdout, d)
+		}
+		WriteNeighborDetail(stdout, d, time.Now())
+		return nil
+	}
+	d, err := fetchState(ctx, *addr)
+	if err != nil {
+		return err
+	}
+	if *out == "json" {
+		return writeIndented(stdout, statusJSON(d))
+	}
+	WriteStatus(stdout, d, time.Now())
+	return nil
+}
+
+// StatusNeighbor is one row of `peeragent status -o json`: a stable
+// interface, the table's columns with their full values.
+type StatusNeighbor struct {
+	Address        string    `json:"address"`
+	PeerASN        uint32    `json:"peerASN"`
+	Origin         string    `json:"origin"`
+	Phase          string    `json:"phase"`
+	BGP            string    `json:"bgp"`
+	Since          time.Time `json:"since,omitzero"`
+	Flaps          int       `json:"flaps"`
+	LastDownReason string    `json:"lastDownReason,omitempty"`
+	Attempts       int       `json:"attempts"`
+	LastError      string    `json:"lastError,omitempty"`
+	Password       string    `json:"password"`
+	Waiting        string    `json:"waiting,omitempty"`
+	Route          string    `json:"route,omitempty"`
+}
+
+// Status is `peeragent status -o json`.
+type Status struct {
+	Node      string           `json:"node"`
+	Server    state.Server     `json:"server"`
+	Neighbors []StatusNeighbor `json:"neighbors"`
+	Problems  []state.Problem  `json:"problems"`
+}
+
+func statusJSON(d statusDump) Status {
+	sessions := map[string]*state.Session{}
+	for _, s := range d.Sessions {
+		sessions[s.Address.String()] = s
+	}
+	st := Status{Node: d.Node, Server: d.Server, Neighbors: []StatusNeighbor{}, Problems: d.Problems}
+	if st.Problems == nil {
+		st.Problems = []state.Problem{}
+	}
+	for _, n := range d.Neighbors {
+		row := StatusNeighbor{Address: n.Address, PeerASN: n.PeerASN, Origin: n.Origin, Password: n.Password, Waiting: n.Waiting}
+		if s := sessions[n.Address]; s != nil {
+			row.Phase, row.BGP, row.Since, row.Flaps = s.Phase.String(), s.BGP, s.Since, s.Flaps
+			row.LastDownReason, row.Attempts, row.LastError = s.LastDownReason, s.Attempts, s.LastError
+			row.Route = string(s.Route)
+		}
+		if n.Waiting != "" {
+			row.Phase = "waiting"
+		}
+		st.Neighbors = append(st.Neighbors, row)
+	}
+	return st
+}
+
+// neighborDetail is what GET /neighbors/ADDRESS serves (agent.NeighborDetail)
+// with the password kept as the fingerprint string the agent sent.
+type neighborDetail struct {
+	Neighbor *struct {
+		Address  string   `json:"address"`
+		Port     uint16   `json:"port"`
+		PeerASN  uint32   `json:"peerASN"`
+		LocalASN uint32   `json:"localASN"`
+		Origin   string   `json:"origin"`
+		Passive  bool     `json:"passive"`
+		Password string   `json:"password"`
+		Families []string `json:"families"`
+		Filters  []string `json:"filters"`
+		Waiting  string   `json:"waiting,omitempty"`
+	} `json:"neighbor,omitempty"`
+	Session      *state.Session        `json:"session,omitempty"`
+	Problems     []state.Problem       `json:"problems,omitempty"`
+	Speaker      *effects.NeighborInfo `json:"speaker,omitempty"`
+	SpeakerError string                `json:"speakerError,omitempty"`
+}
+
+func fetchNeighbor(ctx context.Context, addr string, a netip.Addr) (neighborDetail, error) {
+	var d neighborDetail
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/neighbors/"+a.String(), nil)
+	if err != nil {
+		return d, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return d, fmt.Errorf("read neighbor from %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return d, fmt.Errorf("the agent at %s has no neighbor %s", addr, a)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return d, fmt.Errorf("read neighbor from %s: %s", addr, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		return d, fmt.Errorf("read neighbor from %s: %w", addr, err)
+	}
+	return d, nil
+}
+
+// WriteNeighborDetail prints one neighbor for people.
+func WriteNeighborDetail(w io.Writer, d neighborDetail, now time.Time) {
+	row := func(k, format string, a ...any) { fmt.Fprintf(w, "  %-14s"+format+"\n", append([]any{k}, a...)...) }
+	ago := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return now.Sub(t).Round(time.Second).String() + " ago"
+	}
+	if n := d.Neighbor; n != nil {
+		fmt.Fprintf(w, "neighbor %s: AS %d, local AS %d, port %d, origin %s\n", n.Address, n.PeerASN, n.LocalASN, n.Port, n.Origin)
+		row("password", "%s", orDash(n.Password))
+		row("passive", "%v", n.Passive)
+		row("families", "%s", orDash(strings.Join(n.Families, ", ")))
+		row("filters", "%s", orDash(strings.Join(n.Filters, ", ")))
+		if n.Waiting != "" {
+			row("waiting for", "%s", n.Waiting)
+		}
+	} else {
+		fmt.Fprintln(w, "neighbor (not in the agent's State; the speaker still has it)")
+	}
+	if s := d.Session; s != nil {
+		row("phase", "%s, since %s", s.Phase, ago(s.Since))
+		row("bgp", "%s", orDash(s.BGP))
+		row("flaps", "%d, last down: %s", s.Flaps, orDash(s.LastDownReason))
+		row("attempts", "%d, last error: %s", s.Attempts, orDash(s.LastError))
+		if s.Route != "" {
+			row("route", "%s", s.Route)
+		}
+	}
+	switch sp := d.Speaker; {
+	case sp != nil:
+		row("speaker", "%s, router ID %s, up %s, down %s", sp.State, orDash(sp.RouterID), ago(sp.Uptime), ago(sp.Downtime))
+		neg := "-"
+		if sp.NegotiatedHoldTime > 0 {
+			neg = fmt.Sprintf("%ds", sp.NegotiatedHoldTime)
+		}
+		row("timers", "hold %ds (negotiated %s), keepalive %ds, connect retry %ds", sp.HoldTime, neg, sp.KeepaliveInterval, sp.ConnectRetry)
+		row("capabilities", "local: %s", orDash(strings.Join(sp.LocalCapabilities, ", ")))
+		row("", "remote: %s", orDash(strings.Join(sp.RemoteCapabilities, ", ")))
+		adv := "-"
+		if sp.Advertised != nil {
+			adv = fmt.Sprint(*sp.Advertised)
+		}
+		row("paths", "received %d, accepted %d, advertised %s", sp.Received, sp.Accepted, adv)
+		row("messages", "received %d, sent %d", sp.MessagesReceived, sp.MessagesSent)
+	case d.SpeakerError != "":
+		row("speaker", "unreadable: %s", d.SpeakerError)
+	default:
+		row("speaker", "does not have this neighbor")
+	}
+	fmt.Fprintf(w, "\nproblems (%d):\n", len(d.Problems))
+	for _, p := range d.Problems {
+		fmt.Fprintf(w, "  %s: %s\n", p.Object, p.Reason)
+	}
+}
+
+func writeIndented(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
