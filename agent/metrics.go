@@ -127,8 +127,14 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 			m.effects.WithLabelValues("route", result).Inc()
 		case state.PeerApplyFailed, state.ServerApplyFailed:
 			m.effects.WithLabelValues("peer", "failed").Inc()
-		case state.RouteApplyFailed:
+		case state.RouteApplyFailed, state.TableRouteApplyFailed:
 			m.effects.WithLabelValues("route", "failed").Inc()
+		case state.TableRouteApplied:
+			result := "applied"
+			if r.Skipped {
+				result = "skipped"
+			}
+			m.effects.WithLabelValues("route", result).Inc()
 		}
 	}
 }
