@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -144,6 +145,11 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 		ref   effects.Ref
 	}
 	result := map[key]string{}
+	type tableKey struct {
+		prefix netip.Prefix
+		gen    uint64
+	}
+	table := map[tableKey]string{}
 	server := ""
 	for _, r := range results {
 		switch r := r.(type) {
@@ -159,6 +165,14 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 			result[key{true, effects.Ref{Addr: r.Address, Gen: r.Gen}}] = res
 		case state.RouteApplyFailed:
 			result[key{true, effects.Ref{Addr: r.Address, Gen: r.Gen}}] = "failed"
+		case state.TableRouteApplied:
+			res := "applied"
+			if r.Skipped {
+				res = "skipped"
+			}
+			table[tableKey{r.Prefix, r.Gen}] = res
+		case state.TableRouteApplyFailed:
+			table[tableKey{r.Prefix, r.Gen}] = "failed"
 		case state.ServerApplied:
 			server = "applied"
 		case state.ServerApplyFailed:
@@ -175,6 +189,8 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 			res = result[key{false, effects.Ref{Addr: ref.Addr, Gen: ref.Gen}}]
 		case k == effects.KindAddRoute || k == effects.KindDeleteRoute:
 			res = result[key{true, effects.Ref{Addr: ref.Addr, Gen: ref.Gen}}]
+		case k == effects.KindReplaceRoute || k == effects.KindRemoveRoute:
+			res = table[tableKey{routePrefix(e), ref.Gen}]
 		case k.Speaker():
 			res = server
 		}
@@ -190,4 +206,15 @@ func (m *Metrics) watched(e effects.Effect) {
 	kind := e.Ref().Kind.String()
 	m.effects.WithLabelValues(kind, "issued").Inc()
 	m.effects.WithLabelValues(kind, "applied").Inc()
+}
+
+// routePrefix is the prefix a route-table effect is about.
+func routePrefix(e effects.Effect) netip.Prefix {
+	switch e := e.(type) {
+	case effects.ReplaceRoute:
+		return e.Route.Prefix
+	case effects.RemoveRoute:
+		return e.Prefix
+	}
+	return netip.Prefix{}
 }

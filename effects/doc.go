@@ -11,6 +11,7 @@
 //     synced; from then on the first Diff configures everything at once.
 //   - Per address, effects come in dependency order: a neighbor's policy
 //     before the peer that uses it, the peer's deletion before its policy's.
-//   - The executors live in sub-packages (effects/gobgp, effects/vpp); this
-//     package imports neither GoBGP nor govpp.
+//   - The executors live in sub-packages (effects/gobgp, effects/vpp,
+//     effects/linux); this package imports neither GoBGP, govpp nor
+//     netlink. It holds the Dataplane interface the route executors share.
 package effects

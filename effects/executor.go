@@ -8,26 +8,28 @@ import (
 
 // Executor carries out effects and reports what happened as Actions: for
 // each neighbor address and generation, exactly one PeerApplied or
-// PeerApplyFailed (RouteApplied or RouteApplyFailed for VPP routes);
-// ServerApplied or ServerApplyFailed for server effects. A failure on one
-// neighbor never stops the others. Implementations: effects/gobgp,
-// effects/vpp.
+// PeerApplyFailed (RouteApplied or RouteApplyFailed for reachableBy
+// routes); for each route table prefix and generation, one
+// TableRouteApplied or TableRouteApplyFailed; ServerApplied or
+// ServerApplyFailed for server effects. A failure on one neighbor or
+// route never stops the others. Implementations: effects/gobgp,
+// effects/vpp, effects/linux.
 type Executor interface {
 	Execute(ctx context.Context, effs []Effect) []state.Action
 }
 
-// Group splits effects between the speaker and VPP, keeping their order.
-// Secret watches go to neither: the watch layer handles them.
-func Group(effs []Effect) (speaker, vpp, watches []Effect) {
+// Group splits effects between the speaker and the dataplane, keeping
+// their order. Secret watches go to neither: the watch layer handles them.
+func Group(effs []Effect) (speaker, dataplane, watches []Effect) {
 	for _, e := range effs {
 		switch k := e.Ref().Kind; {
 		case k.Speaker():
 			speaker = append(speaker, e)
-		case k == KindAddRoute || k == KindDeleteRoute:
-			vpp = append(vpp, e)
+		case k.Dataplane():
+			dataplane = append(dataplane, e)
 		default:
 			watches = append(watches, e)
 		}
 	}
-	return speaker, vpp, watches
+	return speaker, dataplane, watches
 }

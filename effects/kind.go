@@ -23,6 +23,8 @@ const (
 	KindDeletePolicy
 	KindAddRoute
 	KindDeleteRoute
+	KindReplaceRoute
+	KindRemoveRoute
 )
 
 var kindNames = [...]string{
@@ -31,6 +33,7 @@ var kindNames = [...]string{
 	KindAddPeer: "add-peer", KindUpdatePeer: "update-peer", KindDeletePeer: "delete-peer",
 	KindSetPolicy: "set-policy", KindDeletePolicy: "delete-policy",
 	KindAddRoute: "add-route", KindDeleteRoute: "delete-route",
+	KindReplaceRoute: "route-replace", KindRemoveRoute: "route-remove",
 }
 
 // Kinds lists every kind, in declaration order.
@@ -68,10 +71,17 @@ func (k *Kind) UnmarshalText(b []byte) error {
 	return fmt.Errorf("unknown effect kind %q", b)
 }
 
-// Speaker reports whether the GoBGP executor carries out the kind (VPP
-// carries out routes; the watch layer, secret watches).
+// Speaker reports whether the GoBGP executor carries out the kind (the
+// dataplane executor carries out routes; the watch layer, secret watches).
 func (k Kind) Speaker() bool {
-	return k != KindAddRoute && k != KindDeleteRoute && k != KindWatchSecret && k != KindUnwatchSecret
+	return !k.Dataplane() && k != KindWatchSecret && k != KindUnwatchSecret
+}
+
+// Dataplane reports whether the dataplane executor (vpp, linux or none)
+// carries out the kind: the reachableBy routes and the route table's
+// entries (docs/routes.md §9.7).
+func (k Kind) Dataplane() bool {
+	return k == KindAddRoute || k == KindDeleteRoute || k == KindReplaceRoute || k == KindRemoveRoute
 }
 
 // Peer reports whether the kind's result is a PeerApplied or

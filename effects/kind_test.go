@@ -18,7 +18,9 @@ func oneOfEach() []Effect {
 	return []Effect{StartServer{}, RestartServer{}, StopServer{}, WatchSecret{Name: "s"}, UnwatchSecret{Name: "s"},
 		AddPeer{Neighbor: n, Gen: 1}, UpdatePeer{Old: n, New: n, Gen: 2}, DeletePeer{Addr: a, Gen: 3},
 		SetPolicy{Addr: a, Gen: 4}, DeletePolicy{Addr: a, Gen: 5},
-		AddRoute{Dst: dst, Via: a, Gen: 6}, DeleteRoute{Dst: dst, Via: a, Gen: 7}}
+		AddRoute{Dst: dst, Via: a, Gen: 6}, DeleteRoute{Dst: dst, Via: a, Gen: 7},
+		ReplaceRoute{Route: state.Route{Prefix: netip.MustParsePrefix("10.244.2.0/26"), Via: []netip.Addr{a}}, Gen: 8},
+		RemoveRoute{Prefix: netip.MustParsePrefix("10.244.2.0/26"), Gen: 9}}
 }
 
 // TestRefAgreesWithString: an effect's kind is the first word of its
@@ -68,7 +70,7 @@ func TestKindText(t *testing.T) {
 
 func TestGroup(t *testing.T) {
 	speaker, vpp, watches := Group(oneOfEach())
-	if len(speaker) != 8 || len(vpp) != 2 || len(watches) != 2 {
-		t.Errorf("Group: %d speaker, %d vpp, %d watches; want 8, 2, 2", len(speaker), len(vpp), len(watches))
+	if len(speaker) != 8 || len(vpp) != 4 || len(watches) != 2 {
+		t.Errorf("Group: %d speaker, %d dataplane, %d watches; want 8, 4, 2", len(speaker), len(vpp), len(watches))
 	}
 }

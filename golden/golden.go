@@ -149,6 +149,12 @@ func Describe(a state.Action) string {
 		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
 	case state.RouteApplyFailed:
 		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
+	case state.TableRouteApplied:
+		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
+	case state.TableRouteApplyFailed:
+		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
+	case state.RoutesListed:
+		id = a.Dataplane
 	case state.SessionStateChanged:
 		id = fmt.Sprintf("%s %s", a.Address, a.State)
 	case state.InputProblemsReported:

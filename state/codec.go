@@ -32,6 +32,9 @@ var actionTypes = map[string]func() Action{
 	"peerKeyRefused":        func() Action { return &PeerKeyRefused{} },
 	"md5FailuresObserved":   func() Action { return &MD5FailuresObserved{} },
 	"kernelLimitsObserved":  func() Action { return &KernelLimitsObserved{} },
+	"routesListed":          func() Action { return &RoutesListed{} },
+	"tableRouteApplied":     func() Action { return &TableRouteApplied{} },
+	"tableRouteApplyFailed": func() Action { return &TableRouteApplyFailed{} },
 }
 
 // ActionNames lists every action name, sorted.

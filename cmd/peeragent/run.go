@@ -10,13 +10,16 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/peeragent/peeragent/agent"
+	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/effects/gobgp"
+	"github.com/peeragent/peeragent/effects/linux"
 	"github.com/peeragent/peeragent/effects/retry"
 	"github.com/peeragent/peeragent/effects/vpp"
 	"github.com/peeragent/peeragent/state"
@@ -32,6 +35,7 @@ type source interface {
 type runFlags struct {
 	node, from, kubeconfig, group, httpAddr, vppSocket, logLevel, shutdown string
 	listen                                                                 stringList
+	dataplane                                                              string
 	journal                                                                int
 	opts                                                                   func() state.Options
 	operFlags
@@ -47,6 +51,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.group, "calico-api-group", "crd.projectcalico.org/v1", "API group of the Calico objects: crd.projectcalico.org/v1, projectcalico.org/v3 or auto")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9179", "address of the loopback HTTP endpoints (/state, /actions, /healthz, /readyz, /metrics, /neighbors/ADDRESS, /fsm)")
 	fs.StringVar(&f.vppSocket, "vpp-socket", "", "VPP binary-API socket; empty: no VPP, routes are recorded as skipped")
+	fs.StringVar(&f.dataplane, "dataplane", "", "where routes are installed: vpp, linux (kernel main table, protocol 201, metric 1024) or none (recorded as skipped); default vpp with --vpp-socket, else none")
 	fs.Var(&f.listen, "bgp-listen-address", "address the BGP speaker listens on (repeatable; default all addresses)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.journal, "journal-size", 1000, "number of recent actions kept for /actions")
@@ -61,6 +66,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	if f.node == "" {
 		return nil, fmt.Errorf("--node (or $NODENAME) is required")
+	}
+	if !slices.Contains([]string{"", "vpp", "linux", "none"}, f.dataplane) {
+		return nil, fmt.Errorf("--dataplane %q: want vpp, linux or none", f.dataplane)
 	}
 	if f.shutdown != "graceful" && f.shutdown != "hard" {
 		return nil, fmt.Errorf("--shutdown %q: want graceful or hard", f.shutdown)
@@ -93,16 +101,17 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI})
 	follow := newLevelFollower(f.flagLevel(), f.level, speaker.SetGoBGPLevel, log)
 	defer speaker.Close()
-	vppExec, err := newVPP(ctx, f.vppSocket, log)
+	dpExec, dp, closeDP, err := newDataplane(ctx, f.dataplane, f.vppSocket, log)
 	if err != nil {
 		return err
 	}
-	defer vppExec.Close()
+	defer closeDP()
 	var sched *retry.Scheduler
-	loop := agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: vppExec,
+	loop := agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: dpExec,
 		Secrets: src, Log: log, Journal: f.journal,
 		Observer:  []func(state.Action){func(a state.Action) { sched.Observe(a) }},
 		Published: []func(state.State){follow.observe}})
+	loop.Dispatch(effects.ListRoutes(ctx, dp)) // the held routes, before anything is applied (docs/routes.md §9.6)
 	sched = retry.New(loop.Dispatch, nil, nil)
 	defer sched.Stop()
 	ln, err := net.Listen("tcp", f.httpAddr)
@@ -139,11 +148,32 @@ func sourceName(f *runFlags) string {
 	return "cluster " + f.group
 }
 
-func newVPP(ctx context.Context, socket string, log *slog.Logger) (*vpp.Executor, error) {
-	if socket == "" {
-		return vpp.Disabled(log), nil
+// newDataplane is the executor of --dataplane (docs/routes.md §9.7) and
+// the Dataplane it lists its own routes from (nil for none).
+func newDataplane(ctx context.Context, name, socket string, log *slog.Logger) (effects.Executor, effects.Dataplane, func(), error) {
+	if name == "" {
+		name = "none"
+		if socket != "" {
+			name = "vpp"
+		}
 	}
-	return vpp.Connect(ctx, socket, log)
+	switch name {
+	case "none":
+		return vpp.Disabled(log), nil, func() {}, nil
+	case "linux":
+		e := linux.New(nil, linux.Options{Logger: log})
+		return e, e, func() {}, nil
+	case "vpp":
+		if socket == "" {
+			return nil, nil, nil, fmt.Errorf("--dataplane vpp needs --vpp-socket")
+		}
+		e, err := vpp.Connect(ctx, socket, log)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return e, e, e.Close, nil
+	}
+	return nil, nil, nil, fmt.Errorf("--dataplane %q: want vpp, linux or none", name)
 }
 
 func newSource(f *runFlags, log *slog.Logger) (source, error) {

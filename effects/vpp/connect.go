@@ -58,7 +58,7 @@ func connectWith(ctx context.Context, a adapter.VppAPI, target string, logger *s
 		if d.err != nil {
 			return nil, fmt.Errorf("connect to VPP at %s: %w", target, d.err)
 		}
-		return ready(d.conn, target, logger)
+		return ready(ctx, d.conn, target, logger)
 	case <-ctx.Done():
 		go func() {
 			if d := <-done; d.conn != nil {
@@ -69,15 +69,17 @@ func connectWith(ctx context.Context, a adapter.VppAPI, target string, logger *s
 	}
 }
 
-// ready checks the connection speaks our ip_route_add_del (same CRC), and
-// wraps it in an Executor that owns it.
-func ready(conn *core.Connection, target string, logger *slog.Logger) (*Executor, error) {
+// ready checks the connection speaks our ip_route_add_del (same CRC),
+// registers our FIB source where VPP has the route table's messages
+// (docs/routes.md §9.7), and wraps it in an Executor that owns it.
+func ready(ctx context.Context, conn *core.Connection, target string, logger *slog.Logger) (*Executor, error) {
 	ch, err := conn.NewAPIChannel()
 	if err != nil {
 		conn.Disconnect()
 		return nil, fmt.Errorf("connect to VPP at %s: %w", target, err)
 	}
 	err = ch.CheckCompatiblity(&ip.IPRouteAddDel{}, &ip.IPRouteAddDelReply{})
+	tableErr := ch.CheckCompatiblity(routeMessages...)
 	ch.Close()
 	if err != nil {
 		conn.Disconnect()
@@ -86,6 +88,13 @@ func ready(conn *core.Connection, target string, logger *slog.Logger) (*Executor
 	}
 	e := New(conn, logger)
 	e.close = conn.Disconnect
-	e.log.Info("connected to VPP", "socket", target)
+	if tableErr != nil {
+		e.log.Warn("VPP lacks the FIB source and v2 route messages: the route table cannot be installed",
+			"socket", target, "error", tableErr)
+	} else if e.source, err = registerSource(ctx, conn); err != nil {
+		conn.Disconnect()
+		return nil, fmt.Errorf("VPP at %s: register FIB source %s: %w", target, SourceName, err)
+	}
+	e.log.Info("connected to VPP", "socket", target, "fibSource", e.source)
 	return e, nil
 }

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.fd.io/govpp/adapter/mock"
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/fib"
 )
 
 func TestConnectFailsClearly(t *testing.T) {
@@ -94,9 +97,52 @@ func listenSilently(t *testing.T, path string) {
 	})
 }
 
+// TestConnectRegistersSource: at connect the executor finds its FIB
+// source by name (a previous run's) or adds it, weaker than API
+// (docs/routes.md §9.7).
+func TestConnectRegistersSource(t *testing.T) {
+	api80 := &fib.FibSourceDetails{Src: fib.FibSource{Priority: 0x80, ID: 8, Name: "API"}}
+	tests := []struct {
+		name    string
+		details []api.Message
+		want    []api.Message
+		wantID  uint8
+	}{{
+		name:    "adds-when-absent",
+		details: []api.Message{api80},
+		want: []api.Message{&fib.FibSourceDump{},
+			&fib.FibSourceAdd{Src: fib.FibSource{Priority: 0x82, ID: 0, Name: "peeragent"}}},
+		wantID: 25, // fakeVPP's answer to fib_source_add
+	}, {
+		name:    "finds-a-previous-runs-source",
+		details: []api.Message{api80, &fib.FibSourceDetails{Src: fib.FibSource{Priority: 0x82, ID: 31, Name: "peeragent"}}},
+		want:    []api.Message{&fib.FibSourceDump{}},
+		wantID:  31,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeAdapter(t)
+			f.queueDump(tt.details...)
+			exec, err := connectWith(context.Background(), f.adapter, "mock", nil)
+			if err != nil {
+				t.Fatalf("connectWith: %v", err)
+			}
+			defer exec.Close()
+			if diff := cmp.Diff(tt.want, f.requestsSent()); diff != "" {
+				t.Errorf("messages (-want +got):\n%s", diff)
+			}
+			if exec.source != tt.wantID {
+				t.Errorf("source id %d, want %d", exec.source, tt.wantID)
+			}
+		})
+	}
+}
+
 func TestConnectWithAdapter(t *testing.T) {
 	t.Run("connects-and-close-disconnects-once", func(t *testing.T) {
-		a := mock.NewVppAdapter()
+		f := newFakeAdapter(t)
+		a := f.adapter
+		f.queueDump(&fib.FibSourceDetails{Src: fib.FibSource{Priority: 0x80, ID: 8, Name: "API"}})
 		var disconnects atomic.Int32
 		a.SetDisconnectCallback(func() { disconnects.Add(1) })
 		exec, err := connectWith(context.Background(), a, "mock", nil)

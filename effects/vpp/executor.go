@@ -23,10 +23,11 @@ const callTimeout = 5 * time.Second
 // Executor applies route effects to one VPP. The zero value is not
 // usable; build it with Connect, New or Disabled. Safe for concurrent use.
 type Executor struct {
-	conn  api.Connection // nil: no VPP configured, every route is skipped
-	log   *slog.Logger
-	close func() // set when the Executor owns conn
-	once  sync.Once
+	conn   api.Connection // nil: no VPP configured, every route is skipped
+	source uint8          // our FIB source's id; 0: none registered (table routes fail)
+	log    *slog.Logger
+	close  func() // set when the Executor owns conn
+	once   sync.Once
 }
 
 var _ effects.Executor = (*Executor)(nil)
@@ -69,8 +70,18 @@ type key struct {
 }
 
 // Execute applies the route effects of effs in order and returns one
-// RouteApplied or RouteApplyFailed per (address, generation).
+// RouteApplied or RouteApplyFailed per (address, generation) of the
+// reachableBy routes, then one TableRouteApplied or TableRouteApplyFailed
+// per (prefix, generation) of the route table's entries.
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
+	var dp effects.Dataplane
+	if e.Enabled() {
+		dp = e
+	}
+	return append(e.executeReachable(ctx, effs), effects.ApplyRoutes(ctx, dp, effs)...)
+}
+
+func (e *Executor) executeReachable(ctx context.Context, effs []effects.Effect) []state.Action {
 	var order []key
 	failures := map[key][]error{}
 	for _, eff := range effs {

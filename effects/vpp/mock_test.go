@@ -5,29 +5,41 @@ import (
 	"testing"
 
 	"go.fd.io/govpp/adapter/mock"
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/fib"
 	"go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/codec"
 	"go.fd.io/govpp/core"
 )
 
 // fakeVPP is govpp's mock adapter behind a real core.Connection, so the
 // tests see the bytes govpp really encodes. It decodes every
-// ip_route_add_del it receives and answers with the scripted retvals, in
-// order (0 once the script runs out).
+// ip_route_add_del (and _v2) it receives and answers with the scripted
+// retvals, in order (0 once the script runs out); fib_source_add gets
+// the id sourceID; dumps are recorded and answered from queueDump.
 type fakeVPP struct {
 	t       *testing.T
 	adapter *mock.VppAdapter
 	conn    *core.Connection
 
-	mu      sync.Mutex
-	sent    []*ip.IPRouteAddDel
-	retvals []int32
+	mu       sync.Mutex
+	sent     []*ip.IPRouteAddDel
+	requests []api.Message // every request but control_ping, in order
+	retvals  []int32
+	sourceID uint8
+}
+
+// newFakeAdapter is the adapter alone, for connectWith.
+func newFakeAdapter(t *testing.T, retvals ...int32) *fakeVPP {
+	f := &fakeVPP{t: t, adapter: mock.NewVppAdapter(), retvals: retvals, sourceID: 25}
+	f.adapter.MockReplyHandler(f.reply)
+	return f
 }
 
 func newFakeVPP(t *testing.T, retvals ...int32) *fakeVPP {
 	t.Helper()
-	f := &fakeVPP{t: t, adapter: mock.NewVppAdapter(), retvals: retvals}
-	f.adapter.MockReplyHandler(f.reply)
+	f := newFakeAdapter(t, retvals...)
 	conn, err := core.Connect(f.adapter)
 	if err != nil {
 		t.Fatalf("connect to mock VPP: %v", err)
@@ -38,16 +50,42 @@ func newFakeVPP(t *testing.T, retvals ...int32) *fakeVPP {
 }
 
 func (f *fakeVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
-	if req.MsgName != "ip_route_add_del" {
+	if ping, _ := f.adapter.GetMsgID("control_ping", ""); req.MsgID == ping {
+		return nil, 0, false // answered from the queue (the mock names it "")
+	}
+	var msg api.Message
+	switch req.MsgName {
+	case "ip_route_add_del":
+		msg = &ip.IPRouteAddDel{}
+	case "ip_route_add_del_v2":
+		msg = &ip.IPRouteAddDelV2{}
+	case "fib_source_add":
+		msg = &fib.FibSourceAdd{}
+	case "fib_source_dump":
+		msg = &fib.FibSourceDump{}
+	case "ip_route_v2_dump":
+		msg = &ip.IPRouteV2Dump{}
+	default:
 		f.t.Errorf("unexpected message %q sent to VPP", req.MsgName)
 		return nil, 0, false
 	}
-	msg := &ip.IPRouteAddDel{}
 	if err := codec.DefaultCodec.DecodeMsg(req.Data, msg); err != nil {
-		f.t.Errorf("decode ip_route_add_del: %v", err)
+		f.t.Errorf("decode %s: %v", req.MsgName, err)
 		return nil, 0, false
 	}
-	reply := &ip.IPRouteAddDelReply{Retval: f.record(msg)}
+	var reply api.Message
+	switch msg := msg.(type) {
+	case *ip.IPRouteAddDel:
+		reply = &ip.IPRouteAddDelReply{Retval: f.record(msg)}
+	case *ip.IPRouteAddDelV2:
+		reply = &ip.IPRouteAddDelV2Reply{Retval: f.record(msg)}
+	case *fib.FibSourceAdd:
+		f.record(msg)
+		reply = &fib.FibSourceAddReply{ID: f.sourceID}
+	default: // a dump: its details come from the queue
+		f.record(msg)
+		return nil, 0, false
+	}
 	data, err := f.adapter.ReplyBytes(req, reply)
 	if err != nil {
 		f.t.Errorf("encode reply: %v", err)
@@ -58,10 +96,13 @@ func (f *fakeVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
 }
 
 // record keeps msg and pops the retval to answer it with.
-func (f *fakeVPP) record(msg *ip.IPRouteAddDel) int32 {
+func (f *fakeVPP) record(msg api.Message) int32 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sent = append(f.sent, msg)
+	f.requests = append(f.requests, msg)
+	if v1, ok := msg.(*ip.IPRouteAddDel); ok {
+		f.sent = append(f.sent, v1)
+	}
 	if len(f.retvals) == 0 {
 		return 0
 	}
@@ -74,4 +115,20 @@ func (f *fakeVPP) messages() []*ip.IPRouteAddDel {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]*ip.IPRouteAddDel(nil), f.sent...)
+}
+
+// requestsSent is every request but control_ping, in order.
+func (f *fakeVPP) requestsSent() []api.Message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]api.Message(nil), f.requests...)
+}
+
+// queueDump answers the next dump with details and its control_ping
+// with the reply. The handlers stay first: they record the dump request
+// and pass it on to the queue.
+func (f *fakeVPP) queueDump(details ...api.Message) {
+	f.adapter.MockReply(details...)
+	f.adapter.MockReply(&memclnt.ControlPingReply{})
+	f.adapter.MockReplyHandler(func(mock.MessageDTO) ([]byte, uint16, bool) { return nil, 0, false })
 }

@@ -1,0 +1,294 @@
+package linux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/state"
+)
+
+// Defaults of the ownership key (docs/routes.md §9.7, decision C6): a
+// protocol number no other routing daemon uses, and Calico's metric.
+const (
+	DefaultProtocol = 201
+	DefaultMetric   = 1024
+)
+
+// Options are the ownership key; zero fields take the defaults.
+type Options struct {
+	Protocol int
+	Metric   int
+	Logger   *slog.Logger
+}
+
+// Executor applies the route table to the kernel through one rtnetlink
+// handle. Build it with New. Safe for concurrent use (the netlink handle
+// serialises its requests).
+type Executor struct {
+	h        *netlink.Handle
+	protocol netlink.RouteProtocol
+	metric   int
+	log      *slog.Logger
+}
+
+var (
+	_ effects.Dataplane = (*Executor)(nil)
+	_ effects.Executor  = (*Executor)(nil)
+)
+
+// New returns an Executor over h, which the caller keeps owning; a nil h
+// is a handle in the caller's network namespace (netlink's package
+// functions).
+func New(h *netlink.Handle, o Options) *Executor {
+	if h == nil {
+		h = &netlink.Handle{}
+	}
+	if o.Protocol == 0 {
+		o.Protocol = DefaultProtocol
+	}
+	if o.Metric == 0 {
+		o.Metric = DefaultMetric
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Executor{h: h, protocol: netlink.RouteProtocol(o.Protocol), metric: o.Metric, log: o.Logger}
+}
+
+// Name is the --dataplane value.
+func (e *Executor) Name() string { return "linux" }
+
+// Execute applies the route table effects of effs and reports each
+// reachableBy route as skipped.
+func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
+	out := effects.ApplyRoutes(ctx, e, effs)
+	seen := map[state.RouteApplied]bool{}
+	for _, eff := range effs {
+		var r state.RouteApplied
+		switch eff := eff.(type) {
+		case effects.AddRoute:
+			r = state.RouteApplied{Address: eff.Dst.Addr(), Gen: eff.Gen, Skipped: true}
+		case effects.DeleteRoute:
+			r = state.RouteApplied{Address: eff.Dst.Addr(), Gen: eff.Gen, Skipped: true}
+		default:
+			continue
+		}
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Replace installs r (normal: see state.NormalRoute) as the owned route of
+// its prefix, unless another protocol holds that key.
+func (e *Executor) Replace(ctx context.Context, r state.Route) error {
+	if err := e.replace(ctx, r); err != nil {
+		err = fmt.Errorf("replace route %s: %w", r, err)
+		e.log.Warn("kernel route failed", "error", err)
+		return err
+	}
+	e.log.Debug("kernel route replaced", "route", r.String())
+	return nil
+}
+
+func (e *Executor) replace(ctx context.Context, r state.Route) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	nr, err := e.kernelRoute(r)
+	if err != nil {
+		return err
+	}
+	if p, err := e.foreign(nr); err != nil {
+		return err
+	} else if p != 0 {
+		return fmt.Errorf("the kernel's route for %s with metric %d belongs to protocol %s, not ours (%s): left alone",
+			r.Prefix, e.metric, p, e.protocol)
+	}
+	return e.h.RouteReplace(nr)
+}
+
+// Delete removes the owned route of p; the kernel matches protocol,
+// table and metric, so a route of another protocol is never removed.
+func (e *Executor) Delete(ctx context.Context, p netip.Prefix) error {
+	err := ctx.Err()
+	if err == nil {
+		err = e.h.RouteDel(e.key(p))
+	}
+	if err != nil && !absent(err) {
+		err = fmt.Errorf("delete route %s: %w", p, err)
+		e.log.Warn("kernel route failed", "error", err)
+		return err
+	}
+	e.log.Debug("kernel route deleted", "prefix", p.String())
+	return nil
+}
+
+// ListOwn dumps the main table's routes of our protocol and metric, both
+// families.
+func (e *Executor) ListOwn(ctx context.Context) ([]state.Route, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	filter := &netlink.Route{Table: unix.RT_TABLE_MAIN, Protocol: e.protocol}
+	krs, err := e.list(netlink.FAMILY_ALL, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		return nil, fmt.Errorf("list routes of protocol %s: %w", e.protocol, err)
+	}
+	var out []state.Route
+	for _, kr := range krs {
+		if kr.Priority != e.metric {
+			continue
+		}
+		r, ok := fromKernel(kr)
+		if !ok {
+			e.log.Warn("own kernel route of an unknown form left out of the list", "route", kr.String())
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// list is RouteListFiltered, retried when the kernel interrupted the dump
+// (the table changed meanwhile), so a partial table is never reported.
+func (e *Executor) list(family int, filter *netlink.Route, mask uint64) ([]netlink.Route, error) {
+	for range 3 {
+		krs, err := e.h.RouteListFiltered(family, filter, mask)
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return krs, err
+		}
+	}
+	return nil, netlink.ErrDumpInterrupted
+}
+
+// foreign returns the protocol of a main-table route with nr's prefix and
+// metric that is not ours, or zero.
+func (e *Executor) foreign(nr *netlink.Route) (netlink.RouteProtocol, error) {
+	filter := &netlink.Route{Table: unix.RT_TABLE_MAIN, Dst: nr.Dst}
+	krs, err := e.list(nr.Family, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_DST)
+	if err != nil {
+		return 0, fmt.Errorf("look for other routes: %w", err)
+	}
+	for _, kr := range krs {
+		if kr.Priority == e.metric && kr.Protocol != e.protocol {
+			return kr.Protocol, nil
+		}
+	}
+	return 0, nil
+}
+
+// key is the ownership key of p: what Delete matches and Replace sets.
+func (e *Executor) key(p netip.Prefix) *netlink.Route {
+	family := netlink.FAMILY_V4
+	if !p.Addr().Is4() {
+		family = netlink.FAMILY_V6
+	}
+	return &netlink.Route{
+		Dst:      &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())},
+		Family:   family,
+		Table:    unix.RT_TABLE_MAIN,
+		Protocol: e.protocol,
+		Priority: e.metric,
+	}
+}
+
+// kernelRoute is r as rtnetlink attributes.
+func (e *Executor) kernelRoute(r state.Route) (*netlink.Route, error) {
+	if !r.Prefix.IsValid() {
+		return nil, errors.New("invalid prefix")
+	}
+	nr := e.key(r.Prefix)
+	switch {
+	case r.Drop:
+		nr.Type = unix.RTN_BLACKHOLE
+		return nr, nil
+	case len(r.Via) == 0:
+		return nil, errors.New("neither drop nor a next hop")
+	}
+	for _, a := range r.Via {
+		if a.Is4() != r.Prefix.Addr().Is4() {
+			return nil, fmt.Errorf("next hop %s is not in the prefix's address family", a)
+		}
+	}
+	nr.Type = unix.RTN_UNICAST
+	if len(r.Via) == 1 {
+		nr.Gw = r.Via[0].AsSlice()
+		return nr, nil
+	}
+	for _, a := range r.Via {
+		nr.MultiPath = append(nr.MultiPath, &netlink.NexthopInfo{Gw: a.AsSlice()})
+	}
+	return nr, nil
+}
+
+// fromKernel reads a listed route back; ok is false for a form this
+// agent never installs (unreachable, prohibit, a route without gateway).
+func fromKernel(kr netlink.Route) (state.Route, bool) {
+	r := state.Route{Prefix: dst(kr)}
+	if !r.Prefix.IsValid() {
+		return state.Route{}, false
+	}
+	switch {
+	case kr.Type == unix.RTN_BLACKHOLE:
+		r.Drop = true
+	case kr.Type != unix.RTN_UNICAST:
+		return state.Route{}, false
+	case kr.Gw != nil:
+		r.Via = append(r.Via, ipAddr(kr.Gw))
+	default:
+		for _, nh := range kr.MultiPath {
+			if nh.Gw != nil {
+				r.Via = append(r.Via, ipAddr(nh.Gw))
+			}
+		}
+		if len(r.Via) == 0 {
+			return state.Route{}, false
+		}
+	}
+	return state.NormalRoute(r), true
+}
+
+// dst is the route's prefix; netlink leaves Dst nil for a default route.
+func dst(kr netlink.Route) netip.Prefix {
+	if kr.Dst == nil {
+		switch kr.Family {
+		case netlink.FAMILY_V4:
+			return netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+		case netlink.FAMILY_V6:
+			return netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+		}
+		return netip.Prefix{}
+	}
+	addr, ok := netip.AddrFromSlice(kr.Dst.IP)
+	if !ok {
+		return netip.Prefix{}
+	}
+	if kr.Dst.IP.To4() != nil {
+		addr = addr.Unmap()
+	}
+	bits, _ := kr.Dst.Mask.Size()
+	return netip.PrefixFrom(addr, bits)
+}
+
+func ipAddr(ip net.IP) netip.Addr {
+	a, _ := netip.AddrFromSlice(ip)
+	return a.Unmap()
+}
+
+// absent reports whether a delete's error means "no such route": the one
+// place the kernel's ESRCH is recognised.
+func absent(err error) bool {
+	return errors.Is(err, syscall.ESRCH)
+}
