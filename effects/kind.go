@@ -23,6 +23,11 @@ const (
 	KindDeletePolicy
 	KindAddRoute
 	KindDeleteRoute
+	KindAddPath
+	KindDeletePath
+	KindSetAdd
+	KindSetDel
+	KindResetOut
 )
 
 var kindNames = [...]string{
@@ -31,6 +36,8 @@ var kindNames = [...]string{
 	KindAddPeer: "add-peer", KindUpdatePeer: "update-peer", KindDeletePeer: "delete-peer",
 	KindSetPolicy: "set-policy", KindDeletePolicy: "delete-policy",
 	KindAddRoute: "add-route", KindDeleteRoute: "delete-route",
+	KindAddPath: "add-path", KindDeletePath: "delete-path", KindSetAdd: "set-add", KindSetDel: "set-del",
+	KindResetOut: "reset-out",
 }
 
 // Kinds lists every kind, in declaration order.

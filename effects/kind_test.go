@@ -18,7 +18,12 @@ func oneOfEach() []Effect {
 	return []Effect{StartServer{}, RestartServer{}, StopServer{}, WatchSecret{Name: "s"}, UnwatchSecret{Name: "s"},
 		AddPeer{Neighbor: n, Gen: 1}, UpdatePeer{Old: n, New: n, Gen: 2}, DeletePeer{Addr: a, Gen: 3},
 		SetPolicy{Addr: a, Gen: 4}, DeletePolicy{Addr: a, Gen: 5},
-		AddRoute{Dst: dst, Via: a, Gen: 6}, DeleteRoute{Dst: dst, Via: a, Gen: 7}}
+		AddRoute{Dst: dst, Via: a, Gen: 6}, DeleteRoute{Dst: dst, Via: a, Gen: 7},
+		AddPath{Path: &state.Path{Prefix: netip.MustParsePrefix("10.244.1.0/26"), NextHop: a}},
+		DeletePath{Prefix: netip.MustParsePrefix("10.244.1.0/26")},
+		SetAdd{Member: state.SetMember{Set: "peeragent-own-v4", Prefix: netip.MustParsePrefix("10.244.1.0/26"), Min: 26, Max: 32}},
+		SetDel{Member: state.SetMember{Set: "peeragent-own-v4", Prefix: netip.MustParsePrefix("10.244.1.0/26"), Min: 26, Max: 32}},
+		ResetOut{Addr: a, Family: "ipv4-unicast"}}
 }
 
 // TestRefAgreesWithString: an effect's kind is the first word of its
@@ -68,7 +73,7 @@ func TestKindText(t *testing.T) {
 
 func TestGroup(t *testing.T) {
 	speaker, vpp, watches := Group(oneOfEach())
-	if len(speaker) != 8 || len(vpp) != 2 || len(watches) != 2 {
-		t.Errorf("Group: %d speaker, %d vpp, %d watches; want 8, 2, 2", len(speaker), len(vpp), len(watches))
+	if len(speaker) != 13 || len(vpp) != 2 || len(watches) != 2 {
+		t.Errorf("Group: %d speaker, %d vpp, %d watches; want 13, 2, 2", len(speaker), len(vpp), len(watches))
 	}
 }

@@ -32,6 +32,12 @@ var actionTypes = map[string]func() Action{
 	"peerKeyRefused":        func() Action { return &PeerKeyRefused{} },
 	"md5FailuresObserved":   func() Action { return &MD5FailuresObserved{} },
 	"kernelLimitsObserved":  func() Action { return &KernelLimitsObserved{} },
+	"blockAffinityUpserted": func() Action { return &BlockAffinityUpserted{} },
+	"blockAffinityDeleted":  func() Action { return &BlockAffinityDeleted{} },
+	"ipPoolUpserted":        func() Action { return &IPPoolUpserted{} },
+	"ipPoolDeleted":         func() Action { return &IPPoolDeleted{} },
+	"podUpserted":           func() Action { return &PodUpserted{} },
+	"podDeleted":            func() Action { return &PodDeleted{} },
 }
 
 // ActionNames lists every action name, sorted.

@@ -66,11 +66,16 @@ type Objects struct {
 	Filters []state.BGPFilter
 	Nodes   []state.Node
 	Secrets []state.Secret
+	// Affinities, Pools and Pods (docs/routes.md "Amendment to §1").
+	Affinities []state.BlockAffinity
+	Pools      []state.IPPool
+	Pods       []state.Pod
 }
 
-// Actions returns one SourceSynced per kind, all five (secrets included)
+// Actions returns one SourceSynced per kind, all eight (secrets included)
 // in a fixed order: nodes, configurations, filters, secrets, then peers,
-// so that peers are resolved against complete inputs.
+// so that peers are resolved against complete inputs, then pools,
+// affinities and pods.
 func (o Objects) Actions() []state.Action {
 	return []state.Action{
 		state.SourceSynced{Kind: state.KindNode, Nodes: o.Nodes},
@@ -78,6 +83,9 @@ func (o Objects) Actions() []state.Action {
 		state.SourceSynced{Kind: state.KindBGPFilter, Filters: o.Filters},
 		state.SourceSynced{Kind: state.KindSecret, Secrets: o.Secrets},
 		state.SourceSynced{Kind: state.KindBGPPeer, Peers: o.Peers},
+		state.SourceSynced{Kind: state.KindIPPool, Pools: o.Pools},
+		state.SourceSynced{Kind: state.KindBlockAffinity, Affinities: o.Affinities},
+		state.SourceSynced{Kind: state.KindPod, Pods: o.Pods},
 	}
 }
 

@@ -320,6 +320,9 @@ func TestLoadObjectsActions(t *testing.T) {
 		state.SourceSynced{Kind: state.KindBGPFilter},
 		state.SourceSynced{Kind: state.KindSecret, Secrets: []state.Secret{{Name: "s"}}},
 		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{filePeer("p", 1)}},
+		state.SourceSynced{Kind: state.KindIPPool},
+		state.SourceSynced{Kind: state.KindBlockAffinity},
+		state.SourceSynced{Kind: state.KindPod},
 	}
 	if d := cmp.Diff(want, o.Actions(), fileCmp); d != "" {
 		t.Errorf("actions (-want +got):\n%s", d)

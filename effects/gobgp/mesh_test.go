@@ -73,6 +73,8 @@ func TestMeshViaReducer(t *testing.T) {
 		}},
 		state.SourceSynced{Kind: state.KindBGPPeer},
 		state.SourceSynced{Kind: state.KindBGPFilter},
+		state.SourceSynced{Kind: state.KindIPPool}, state.SourceSynced{Kind: state.KindBlockAffinity},
+		state.SourceSynced{Kind: state.KindPod},
 		state.SecretUpserted{Secret: state.Secret{Name: "bgp-mesh", Data: map[string]state.Password{"password": state.NewPassword("mesh-md5-key")}}},
 	}
 	agents := []*agent{newAgent(t, "node-a", a), newAgent(t, "node-b", b)}
