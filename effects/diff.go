@@ -41,8 +41,8 @@ func Diff(prev, next state.State) []Effect {
 	// server's End-of-RIB follows its whole table (docs/routes.md §9.6 rule
 	// 6, §10).
 	basePaths, baseSets := prev.Out.Advertised, prev.Out.Sets
-	if baseN == nil {
-		basePaths, baseSets = nil, nil
+	if baseN == nil || baseSrv != next.Server {
+		basePaths, baseSets = nil, nil // a started speaker has none
 	}
 	var pe pathEffects
 	if next.Server != (state.Server{}) {
