@@ -47,8 +47,8 @@ var (
 	nodeV4 = []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.10", "10.0.0.9", "10.0.0.6"}
 	nodeV6 = []string{"fd00::1", "fd00::2", "fd00::3", "fd00::a", "fd00::9", "fd00::6"}
 	// other peerIP texts: external routers, non-canonical and mapped forms.
-	otherIPs  = []string{"192.0.2.1", "2001:db8::1", "FD00:0::2", "::ffff:10.0.0.2", "192.0.2.1:1790", "[2001:db8::1]:1790", "[fd00::3]:1790", "10.0.0.3:1790"}
-	badIPs    = []string{"tor.example", "10.0.0.300", "10.0.0.2:0", "fe80::1%eth0", ""}
+	otherIPs = []string{"192.0.2.1", "2001:db8::1", "FD00:0::2", "::ffff:10.0.0.2", "192.0.2.1:1790", "[2001:db8::1]:1790", "[fd00::3]:1790", "10.0.0.3:1790"}
+	badIPs   = []string{"tor.example", "10.0.0.300", "10.0.0.2:0", "fe80::1%eth0", ""}
 	// the advertising inputs (docs/routes.md §8): blocks that collide,
 	// nest in pools, lie outside them or carry host bits; pods whose
 	// addresses fall in own blocks, others' blocks or no pool.
@@ -58,7 +58,7 @@ var (
 	blockCIDRs    = []string{"10.244.1.0/26", "10.244.2.0/26", "10.244.1.9/26", "fd00:244::/122", "10.245.0.0/26", "10.244.1.0/24", "bad"}
 	poolCIDRs     = []string{"10.244.0.0/16", "10.244.1.0/24", "10.244.0.0/16", "fd00:244::/48", "10.244.2.0/26", "nope"}
 	podIPs        = []string{"10.244.2.7", "10.244.1.9", "10.245.0.5", "fd00:244::7", "10.244.7.7", "bad-ip"}
-	selectors = []string{"rack == 'r1'", "rack == 'r2'", "role == 'rr'", "has(role)", "!has(role)", "all()",
+	selectors     = []string{"rack == 'r1'", "rack == 'r2'", "role == 'rr'", "has(role)", "!has(role)", "all()",
 		"rack in {'r1','r2'}", "zone == 'z1' && role != 'rr'", "rack ==", "has(rack"}
 )
 
