@@ -55,11 +55,11 @@ func compileCommunities(c *state.BGPConfiguration) ([]state.CommunityRule, []sta
 	bad := func(format string, args ...any) {
 		probs = append(probs, state.Problem{Object: configObject(c.Name), Reason: fmt.Sprintf(format, args...)})
 	}
-	names := map[string]string{}
+	names := map[string]string{} // "" for a name whose value was dropped
 	for _, cm := range c.Communities {
-		if v, ok := parseCommunity(cm.Value); ok {
-			names[cm.Name] = v
-		} else {
+		v, ok := parseCommunity(cm.Value)
+		names[cm.Name] = v
+		if !ok {
 			bad("community %s: value %q is not a:b or a:b:c within range; dropped", cm.Name, cm.Value)
 		}
 	}
@@ -78,7 +78,9 @@ func compileCommunities(c *state.BGPConfiguration) ([]state.CommunityRule, []sta
 			if v, ok := parseCommunity(s); ok {
 				r.Values = append(r.Values, v)
 			} else if v, ok := names[s]; ok {
-				r.Values = append(r.Values, v)
+				if v != "" {
+					r.Values = append(r.Values, v)
+				}
 			} else if strings.Contains(s, ":") {
 				bad("prefixAdvertisements %s: community %q is not a:b or a:b:c within range; dropped", pa.CIDR, s)
 			} else {
