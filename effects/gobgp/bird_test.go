@@ -244,9 +244,9 @@ func (r *birdRig) inputs(md5 bool) []state.Action {
 			{Name: "node." + ourNode, ListenPort: int32(r.sp.port)},
 		}},
 		state.SourceSynced{Kind: state.KindBGPFilter},
+		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{peer}},
 		state.SourceSynced{Kind: state.KindIPPool}, state.SourceSynced{Kind: state.KindBlockAffinity},
 		state.SourceSynced{Kind: state.KindPod},
-		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{peer}},
 	}
 }
 

@@ -45,6 +45,10 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server) error {
 		_ = bgp.StopBgp(context.Background(), &api.StopBgpRequest{})
 		return err
 	}
+	if err := addSharedSets(ctx, bgp); err != nil {
+		_ = bgp.StopBgp(context.Background(), &api.StopBgpRequest{})
+		return err
+	}
 	s := srv
 	e.bgp, e.running = bgp, &s
 	e.policies = map[netip.Addr]installed{}
