@@ -24,7 +24,7 @@ func TestBirdReceivesOwnBlock(t *testing.T) {
 	r.ag.dispatch(t, state.IPPoolUpserted{Pool: pool})
 	meshOff := false
 	r.ag.dispatch(t, state.ConfigUpserted{Config: state.BGPConfiguration{Name: "default", NodeToNodeMeshEnabled: &meshOff,
-		Communities: []state.Community{{Name: "rack", Value: "65000:0:7"}},
+		Communities:          []state.Community{{Name: "rack", Value: "65000:0:7"}},
 		PrefixAdvertisements: &[]state.PrefixAdvertisement{{CIDR: "10.244.0.0/16", Communities: []string{"65000:100", "rack"}}}}})
 	r.ag.dispatch(t, state.BlockAffinityUpserted{Affinity: state.BlockAffinity{Name: "node-a-block", Node: ourNode, CIDR: block, State: "confirmed"}})
 	before := r.birdChannel(t, "our block", func(_ birdtest.ProtocolState, c birdtest.ChannelState) bool { return c.Imported == 1 })
