@@ -145,7 +145,7 @@ func (t *tx) poolOf(p netip.Prefix) (pool *state.IPPool, noBGP bool) {
 				if pool == nil {
 					pool = e.Spec
 				}
-				noBGP = noBGP || e.Spec.DisableBGPExport
+				noBGP = noBGP || noExport(e)
 			}
 			return false // the first at a CIDR is its winner
 		})

@@ -189,9 +189,15 @@ func (t *tx) poolsAt(c netip.Prefix) {
 	if len(names) > 0 {
 		w, _ = t.s.Inputs.Pools.Get(names[0])
 	}
-	t.setMember(nobgp, w != nil && w.Spec.DisableBGPExport)
-	t.setMember(pools, w != nil && !w.Spec.DisableBGPExport)
+	t.setMember(nobgp, w != nil && noExport(w))
+	t.setMember(pools, w != nil && !noExport(w))
 }
+
+// noExport: the pool withholds its prefixes from BGP (docs/routes.md §8.6
+// rule 1), also when it has a field this agent does not read (a misspelt
+// disableBGPExport must not export what the operator meant to hide: fail
+// closed, as docs/semantics.md §7 does for BGPPeers).
+func noExport(e *state.PoolEntry) bool { return e.Spec.DisableBGPExport || len(e.Spec.Unsupported) > 0 }
 
 // poolProblems: bad input of a pool (docs/routes.md §11.2); winner names
 // the pool that wins at the same CIDR, if another does.
@@ -202,7 +208,7 @@ func poolProblems(e *state.PoolEntry, winner string) []state.Problem {
 		out = append(out, state.Problem{Object: poolObject(p.Name), Reason: fmt.Sprintf(format, args...)})
 	}
 	if len(p.Unsupported) > 0 {
-		bad("unsupported field %s: this agent cannot apply it", strings.Join(p.Unsupported, ", "))
+		bad("unsupported field %s: nothing in the pool is exported until it is fixed", strings.Join(p.Unsupported, ", "))
 	}
 	if !e.CIDR.IsValid() {
 		bad("cidr %q does not parse; the pool is ignored", p.CIDR)
