@@ -64,6 +64,8 @@ func labActions() []state.Action {
 		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{{Name: "tor", PeerIP: "10.0.0.9", ASNumber: 65000,
 			Password: &state.SecretKeyRef{Name: "pw", Key: "k"}}}},
 		state.SecretUpserted{Secret: state.Secret{Name: "pw", Data: map[string]state.Password{"k": state.NewPassword(testPassword)}}},
+		state.SourceSynced{Kind: state.KindIPPool}, state.SourceSynced{Kind: state.KindBlockAffinity},
+		state.SourceSynced{Kind: state.KindPod},
 	}
 }
 

@@ -37,9 +37,23 @@ func Diff(prev, next state.State) []Effect {
 		out = append(out, RestartServer{Old: baseSrv, New: next.Server})
 		baseN, baseS = nil, nil
 	}
+	// The own paths go in before the neighbors, so that a (re)started
+	// server's End-of-RIB follows its whole table (docs/routes.md §9.6 rule
+	// 6, §10).
+	basePaths, baseSets := prev.Out.Advertised, prev.Out.Sets
+	if baseN == nil || baseSrv != next.Server {
+		basePaths, baseSets = nil, nil // a started speaker has none
+	}
+	var pe pathEffects
+	if next.Server != (state.Server{}) {
+		pe = diffPaths(basePaths, next.Out.Advertised, baseSets, next.Out.Sets)
+	}
+	out = append(append(out, pe.setAdd...), pe.addPath...)
 	for _, k := range changedKeys(baseN, next.Out.Neighbors, baseS, next.Out.Sessions) {
 		out = append(out, addrEffects(get(baseN, k), get(next.Out.Neighbors, k), get(baseS, k), get(next.Out.Sessions, k))...)
 	}
+	out = append(append(out, pe.delPath...), pe.setDel...)
+	out = append(out, resetOuts(pe.widened, next.Out.Neighbors)...)
 	return append(out, stop...)
 }
 

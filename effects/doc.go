@@ -11,6 +11,10 @@
 //     synced; from then on the first Diff configures everything at once.
 //   - Per address, effects come in dependency order: a neighbor's policy
 //     before the peer that uses it, the peer's deletion before its policy's.
+//   - Own paths and shared prefix sets (docs/routes.md §10): set additions
+//     and add-paths before the neighbors, delete-paths, set removals and
+//     reset-outs after them; on a (re)started speaker every path goes in
+//     before the first neighbor.
 //   - The executors live in sub-packages (effects/gobgp, effects/vpp,
 //     effects/linux); this package imports neither GoBGP, govpp nor
 //     netlink. It holds the Dataplane interface the route executors share.

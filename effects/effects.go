@@ -150,8 +150,12 @@ func (e DeletePeer) String() string   { return fmt.Sprintf("delete-peer %s gen=%
 func (e DeletePolicy) String() string { return fmt.Sprintf("delete-policy %s gen=%d", e.Addr, e.Gen) }
 
 func (e SetPolicy) String() string {
+	export := rules(e.Policy.Export)
+	if e.Policy.CalicoExport {
+		export += "+calico" // then Calico's base rules and reject (docs/routes.md §8.3)
+	}
 	return fmt.Sprintf("set-policy %s gen=%d import=%s export=%s next-hop=%s",
-		e.Addr, e.Gen, rules(e.Policy.Import), rules(e.Policy.Export), orDash(e.Policy.NextHop))
+		e.Addr, e.Gen, rules(e.Policy.Import), export, orDash(e.Policy.NextHop))
 }
 
 func (e AddRoute) String() string {

@@ -25,6 +25,11 @@ const (
 	KindDeleteRoute
 	KindReplaceRoute
 	KindRemoveRoute
+	KindAddPath
+	KindDeletePath
+	KindSetAdd
+	KindSetDel
+	KindResetOut
 )
 
 var kindNames = [...]string{
@@ -34,6 +39,8 @@ var kindNames = [...]string{
 	KindSetPolicy: "set-policy", KindDeletePolicy: "delete-policy",
 	KindAddRoute: "add-route", KindDeleteRoute: "delete-route",
 	KindReplaceRoute: "route-replace", KindRemoveRoute: "route-remove",
+	KindAddPath: "add-path", KindDeletePath: "delete-path", KindSetAdd: "set-add", KindSetDel: "set-del",
+	KindResetOut: "reset-out",
 }
 
 // Kinds lists every kind, in declaration order.

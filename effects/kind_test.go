@@ -20,7 +20,12 @@ func oneOfEach() []Effect {
 		SetPolicy{Addr: a, Gen: 4}, DeletePolicy{Addr: a, Gen: 5},
 		AddRoute{Dst: dst, Via: a, Gen: 6}, DeleteRoute{Dst: dst, Via: a, Gen: 7},
 		ReplaceRoute{Route: state.Route{Prefix: netip.MustParsePrefix("10.244.2.0/26"), Via: []netip.Addr{a}}, Gen: 8},
-		RemoveRoute{Prefix: netip.MustParsePrefix("10.244.2.0/26"), Gen: 9}}
+		RemoveRoute{Prefix: netip.MustParsePrefix("10.244.2.0/26"), Gen: 9},
+		AddPath{Path: &state.Path{Prefix: netip.MustParsePrefix("10.244.1.0/26"), NextHop: a}},
+		DeletePath{Prefix: netip.MustParsePrefix("10.244.1.0/26")},
+		SetAdd{Member: state.SetMember{Set: "peeragent-own-v4", Prefix: netip.MustParsePrefix("10.244.1.0/26"), Min: 26, Max: 32}},
+		SetDel{Member: state.SetMember{Set: "peeragent-own-v4", Prefix: netip.MustParsePrefix("10.244.1.0/26"), Min: 26, Max: 32}},
+		ResetOut{Addr: a, Family: "ipv4-unicast"}}
 }
 
 // TestRefAgreesWithString: an effect's kind is the first word of its
@@ -70,7 +75,7 @@ func TestKindText(t *testing.T) {
 
 func TestGroup(t *testing.T) {
 	speaker, vpp, watches := Group(oneOfEach())
-	if len(speaker) != 8 || len(vpp) != 4 || len(watches) != 2 {
-		t.Errorf("Group: %d speaker, %d dataplane, %d watches; want 8, 4, 2", len(speaker), len(vpp), len(watches))
+	if len(speaker) != 13 || len(vpp) != 4 || len(watches) != 2 {
+		t.Errorf("Group: %d speaker, %d dataplane, %d watches; want 13, 4, 2", len(speaker), len(vpp), len(watches))
 	}
 }

@@ -159,6 +159,18 @@ func Describe(a state.Action) string {
 		id = fmt.Sprintf("%s %s", a.Address, a.State)
 	case state.InputProblemsReported:
 		id = a.Source
+	case state.BlockAffinityUpserted:
+		id = a.Affinity.Name
+	case state.BlockAffinityDeleted:
+		id = a.Name
+	case state.IPPoolUpserted:
+		id = a.Pool.Name
+	case state.IPPoolDeleted:
+		id = a.Name
+	case state.PodUpserted:
+		id = a.Pod.Key()
+	case state.PodDeleted:
+		id = a.Namespace + "/" + a.Name
 	}
 	return strings.TrimSpace(a.ActionName() + " " + id)
 }

@@ -12,11 +12,12 @@ import (
 
 // neighborDefaults are the neighbor settings want-state.yaml leaves out
 // when a neighbor has them: Calico's defaults (port 179, a 120 s graceful
-// restart, IPv4 unicast) and the zero value of every other setting. A
+// restart, IPv4 unicast, Calico's export rules of docs/routes.md §8.3) and the zero value of every other setting. A
 // golden thus shows what a scenario made different, and a new setting
 // whose default is listed here (or is its zero value) rewrites no golden
 // that does not use it. The /state dump itself still shows every field.
-var neighborDefaults = state.Neighbor{Port: 179, GracefulRestartSeconds: 120, Families: []string{"ipv4-unicast"}}
+var neighborDefaults = state.Neighbor{Port: 179, GracefulRestartSeconds: 120, Families: []string{"ipv4-unicast"},
+	Policy: state.Policy{CalicoExport: true}}
 
 // alwaysPrinted are printed even at their zero value: which neighbor it is
 // and where it came from, and the source address, which has no fixed

@@ -47,9 +47,18 @@ var (
 	nodeV4 = []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.10", "10.0.0.9", "10.0.0.6"}
 	nodeV6 = []string{"fd00::1", "fd00::2", "fd00::3", "fd00::a", "fd00::9", "fd00::6"}
 	// other peerIP texts: external routers, non-canonical and mapped forms.
-	otherIPs  = []string{"192.0.2.1", "2001:db8::1", "FD00:0::2", "::ffff:10.0.0.2", "192.0.2.1:1790", "[2001:db8::1]:1790", "[fd00::3]:1790", "10.0.0.3:1790"}
-	badIPs    = []string{"tor.example", "10.0.0.300", "10.0.0.2:0", "fe80::1%eth0", ""}
-	selectors = []string{"rack == 'r1'", "rack == 'r2'", "role == 'rr'", "has(role)", "!has(role)", "all()",
+	otherIPs = []string{"192.0.2.1", "2001:db8::1", "FD00:0::2", "::ffff:10.0.0.2", "192.0.2.1:1790", "[2001:db8::1]:1790", "[fd00::3]:1790", "10.0.0.3:1790"}
+	badIPs   = []string{"tor.example", "10.0.0.300", "10.0.0.2:0", "fe80::1%eth0", ""}
+	// the advertising inputs (docs/routes.md §8): blocks that collide,
+	// nest in pools, lie outside them or carry host bits; pods whose
+	// addresses fall in own blocks, others' blocks or no pool.
+	affinityNames = []string{"aff-1", "aff-2", "aff-3", "aff-4"}
+	poolNames     = []string{"pool-1", "pool-2", "pool-3"}
+	podNames      = []string{"pod-1", "pod-2", "pod-3"}
+	blockCIDRs    = []string{"10.244.1.0/26", "10.244.2.0/26", "10.244.1.9/26", "fd00:244::/122", "10.245.0.0/26", "10.244.1.0/24", "bad"}
+	poolCIDRs     = []string{"10.244.0.0/16", "10.244.1.0/24", "10.244.0.0/16", "fd00:244::/48", "10.244.2.0/26", "nope"}
+	podIPs        = []string{"10.244.2.7", "10.244.1.9", "10.245.0.5", "fd00:244::7", "10.244.7.7", "bad-ip"}
+	selectors     = []string{"rack == 'r1'", "rack == 'r2'", "role == 'rr'", "has(role)", "!has(role)", "all()",
 		"rack in {'r1','r2'}", "zone == 'z1' && role != 'rr'", "rack ==", "has(rack"}
 )
 
@@ -84,7 +93,7 @@ func (g *gen) action(s state.State) state.Action {
 	if g.results && g.chance(30) {
 		return g.result(s)
 	}
-	switch g.c.IntN(20) {
+	switch g.c.IntN(26) {
 	case 0, 1, 2:
 		return state.NodeUpserted{Node: g.node(g.nodeName())}
 	case 3:
@@ -109,6 +118,19 @@ func (g *gen) action(s state.State) state.Action {
 		return g.synced(s)
 	case 17:
 		return g.inputProblems()
+	case 20, 21:
+		return state.BlockAffinityUpserted{Affinity: g.affinity(g.pick(affinityNames...))}
+	case 22:
+		return state.BlockAffinityDeleted{Name: g.pick(affinityNames...)}
+	case 23:
+		if g.chance(30) {
+			return state.IPPoolDeleted{Name: g.pick(poolNames...)}
+		}
+		return state.IPPoolUpserted{Pool: g.pool(g.pick(poolNames...))}
+	case 24:
+		return state.PodUpserted{Pod: g.pod(g.pick(podNames...))}
+	case 25:
+		return state.PodDeleted{Namespace: "ns", Name: g.pick(podNames...)}
 	default:
 		return state.NodeUpserted{Node: g.node(g.nodeName())}
 	}
@@ -253,6 +275,9 @@ func (g *gen) config(name string) state.BGPConfiguration {
 	if g.chance(30) {
 		c.LogSeverityScreen = g.pick("Info", "Debug")
 	}
+	if name == "default" || name == "node.node-a" {
+		g.communities(&c)
+	}
 	if name != "default" && !g.chance(10) {
 		return c
 	}
@@ -311,6 +336,53 @@ func (g *gen) rule(v6 bool) state.FilterRule {
 	return r
 }
 
+func (g *gen) affinity(name string) state.BlockAffinity {
+	a := state.BlockAffinity{Name: name, Node: localNode, CIDR: g.pick(blockCIDRs...),
+		State: g.pick("confirmed", "confirmed", "", "pending", "pendingDeletion", "bogus")}
+	if g.chance(10) {
+		a.Node = g.pick("", "node-b")
+	}
+	if g.chance(40) {
+		a.Deleted = g.pick("false", "false", "true", "yes")
+	}
+	if g.chance(10) {
+		a.Type = g.pick("host", "virtual")
+	}
+	return a
+}
+
+func (g *gen) pool(name string) state.IPPool {
+	p := state.IPPool{Name: name, CIDR: g.pick(poolCIDRs...), DisableBGPExport: g.chance(30), Disabled: g.chance(20)}
+	if g.chance(20) {
+		p.IPIPMode = g.pick("Always", "CrossSubnet", "Never", "Sometimes")
+	}
+	return p
+}
+
+func (g *gen) pod(name string) state.Pod {
+	p := state.Pod{Namespace: "ns", Name: name, HostNetwork: g.chance(10), Phase: g.pick("Running", "Running", "Pending", "Succeeded")}
+	for range g.c.IntN(3) {
+		p.PodIPs = append(p.PodIPs, g.pick(podIPs...))
+	}
+	return p
+}
+
+// communities sets the communities fields (docs/routes.md §8.5) of the
+// configurations that carry them.
+func (g *gen) communities(c *state.BGPConfiguration) {
+	if g.chance(50) {
+		c.Communities = []state.Community{{Name: "c1", Value: g.pick("65000:1", "65000:0:7", "70000:1")}}
+	}
+	if g.chance(50) {
+		list := []state.PrefixAdvertisement{}
+		for range g.c.IntN(3) {
+			list = append(list, state.PrefixAdvertisement{CIDR: g.pick("10.244.0.0/16", "10.244.1.0/24", "fd00:244::/48", "bad"),
+				Communities: []string{g.pick("65000:100", "c1", "missing", "1:2:3", "65000:0:7")}})
+		}
+		c.PrefixAdvertisements = &list
+	}
+}
+
 func (g *gen) secret(name string) state.Secret {
 	sec := state.Secret{Name: name, Data: map[string]state.Password{}}
 	for _, k := range secretKeys {
@@ -332,7 +404,8 @@ func (g *gen) inputProblems() state.Action {
 // synced is a complete list of one kind: the objects already held (an
 // identical relist), those with one changed, or a fresh random list.
 func (g *gen) synced(s state.State) state.Action {
-	kinds := []state.Kind{state.KindNode, state.KindBGPPeer, state.KindBGPConfiguration, state.KindBGPFilter, state.KindSecret}
+	kinds := []state.Kind{state.KindNode, state.KindBGPPeer, state.KindBGPConfiguration, state.KindBGPFilter, state.KindSecret,
+		state.KindBlockAffinity, state.KindIPPool, state.KindPod}
 	a := state.SourceSynced{Kind: kinds[g.c.IntN(len(kinds))]}
 	cur := ObjectsOf(s)
 	mode := g.c.IntN(4)
@@ -350,6 +423,12 @@ func (g *gen) synced(s state.State) state.Action {
 		a.Filters = relist(cur.Filters, filterNames, func(f state.BGPFilter) string { return f.Name }, keep, fresh, g.filter)
 	case state.KindSecret:
 		a.Secrets = relist(cur.Secrets, secretNames, func(x state.Secret) string { return x.Name }, keep, fresh, g.secret)
+	case state.KindBlockAffinity:
+		a.Affinities = relist(cur.Affinities, affinityNames, func(x state.BlockAffinity) string { return x.Name }, keep, fresh, g.affinity)
+	case state.KindIPPool:
+		a.Pools = relist(cur.Pools, poolNames, func(x state.IPPool) string { return x.Name }, keep, fresh, g.pool)
+	case state.KindPod:
+		a.Pods = relist(cur.Pods, podNames, func(x state.Pod) string { return x.Name }, keep, fresh, g.pod)
 	}
 	return a
 }

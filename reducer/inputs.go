@@ -188,14 +188,20 @@ func (t *tx) deleteConfig(name string) {
 // neighbor and the server; another node's touches only that node. The log
 // level alone changes nothing derived.
 func (t *tx) configChanged(name string, old, cur *state.BGPConfiguration) {
+	node, isNode := strings.CutPrefix(name, "node.")
+	if name == "default" || (isNode && node == t.s.Node) {
+		t.refreshCommunities()
+	}
 	if old != nil && cur != nil {
+		// The log level and the communities (docs/routes.md §8.5) shape no
+		// neighbor.
 		a, b := *old, *cur
 		a.LogSeverityScreen, b.LogSeverityScreen = "", ""
+		a.Communities, b.Communities, a.PrefixAdvertisements, b.PrefixAdvertisements = nil, nil, nil, nil
 		if reflect.DeepEqual(a, b) {
 			return
 		}
 	}
-	node, isNode := strings.CutPrefix(name, "node.")
 	switch {
 	case name == "default" || (isNode && node == t.s.Node):
 		t.full = true
@@ -227,9 +233,11 @@ func validateConfig(c *state.BGPConfiguration) (probs []state.Problem, invalid b
 	note := func(reason string) {
 		probs = append(probs, state.Problem{Object: configObject(c.Name), Reason: reason})
 	}
+	_, commProbs := compileCommunities(c)
+	probs = append(probs, commProbs...)
 	if strings.HasPrefix(c.Name, "node.") {
 		if c.ASNumber != 0 || c.NodeToNodeMeshEnabled != nil || c.NodeMeshPassword != nil || c.NodeMeshMaxRestartTime != nil {
-			note("a per-node configuration may set only listenPort and logSeverityScreen; the rest is ignored")
+			note("a per-node configuration may set only listenPort, logSeverityScreen, communities and prefixAdvertisements; the rest is ignored")
 		}
 	} else if c.Name != "default" {
 		note("only \"default\" and \"node.<name>\" configurations are read; this one is ignored")

@@ -30,3 +30,15 @@ func configObject(name string) string  { return "bgpconfiguration/" + name }
 // nodeAddrKey is the key of Index.NodeByAddr: an address key, then the
 // node holding the address (two nodes may claim one address).
 func nodeAddrKey(addrKey, node string) string { return addrKey + "/" + node }
+
+// Buckets and objects of the advertising inputs (docs/routes.md "Amendment
+// to §1"): a path's bucket holds the problems of deriving it.
+func affinityBucket(name string) string { return "affinity/" + name }
+func poolBucket(name string) string     { return "pool/" + name }
+func podBucket(key string) string       { return "pod/" + key }
+func pathBucket(prefixKey string) string {
+	return "path/" + prefixKey
+}
+func affinityObject(name string) string { return "blockaffinity/" + name }
+func poolObject(name string) string     { return "ippool/" + name }
+func podObject(key string) string       { return "pod/" + key }

@@ -214,6 +214,13 @@ func snapshot(s state.State) string {
 	rangeText(&b, "secret-users", idx.SecretUsers, usersText)
 	rangeText(&b, "filter-users", idx.FilterUsers, usersText)
 	fmt.Fprintf(&b, "sel-peers: %v\nrev-peers: %v\n", idx.SelPeers.Keys(), idx.RevPeers.Keys())
+	rangeText(&b, "affinity", in.Affinities, func(e *state.AffinityEntry) string { return fmt.Sprintf("%v %v", e.Block, e.Own) })
+	rangeText(&b, "pool", in.Pools, func(e *state.PoolEntry) string { return fmt.Sprint(e.CIDR) })
+	rangeText(&b, "pod", in.Pods, func(e *state.PodEntry) string { return fmt.Sprint(e.Addrs) })
+	rangeText(&b, "origins", idx.Origins, func(o *state.Origins) string { return fmt.Sprint(*o) })
+	rangeText(&b, "pools-by-cidr", idx.PoolsByCIDR, func(n string) string { return n })
+	rangeText(&b, "sets", s.Out.Sets, func(m state.SetMember) string { return fmt.Sprint(m) })
+	fmt.Fprintf(&b, "communities: %v\n", idx.Communities)
 	return b.String()
 }
 
@@ -235,12 +242,16 @@ func derived(s state.State, kept map[string]bool) string {
 	s.Inputs.InputProblems = pmap.New[[]state.Problem]()
 	d := s.Dump()
 	d.Problems = slices.DeleteFunc(d.Problems, func(p state.Problem) bool { return kept[p.Object] })
+	var sets []state.SetMember
+	s.Out.Sets.Range(func(_ string, m state.SetMember) bool { sets = append(sets, m); return true })
 	return toYAML(struct {
-		Server    state.Server      `json:"server"`
-		Watches   []string          `json:"watches"`
-		Neighbors []*state.Neighbor `json:"neighbors"`
-		Problems  []state.Problem   `json:"problems"`
-	}{d.Server, d.Watches, d.Neighbors, d.Problems})
+		Server     state.Server           `json:"server"`
+		Watches    []string               `json:"watches"`
+		Neighbors  []*state.Neighbor      `json:"neighbors"`
+		Problems   []state.Problem        `json:"problems"`
+		Advertised []state.AdvertisedPath `json:"advertised"`
+		Sets       []state.SetMember      `json:"sets"`
+	}{d.Server, d.Watches, d.Neighbors, d.Problems, d.Advertised, sets})
 }
 
 func checkScratch(s state.State, history bool) *failure {
@@ -300,6 +311,15 @@ func fromUpserts(node string, opts state.Options, o Objects) state.State {
 	for _, x := range o.Nodes {
 		acts = append(acts, state.NodeUpserted{Node: x})
 	}
+	for _, x := range o.Pools {
+		acts = append(acts, state.IPPoolUpserted{Pool: x})
+	}
+	for _, x := range o.Affinities {
+		acts = append(acts, state.BlockAffinityUpserted{Affinity: x})
+	}
+	for _, x := range o.Pods {
+		acts = append(acts, state.PodUpserted{Pod: x})
+	}
 	slices.Reverse(acts)
 	for _, a := range acts {
 		s = Reduce(s, a)
@@ -314,12 +334,14 @@ func initialEffects(scratch state.State) string {
 	for _, k := range state.SyncedKinds {
 		empty = Reduce(empty, state.SourceSynced{Kind: k})
 	}
-	added, active := []string{}, []string{}
+	added, active, paths, want := []string{}, []string{}, []string{}, []string{}
 	for _, e := range effects.Diff(empty, scratch) {
 		switch e := e.(type) {
 		case effects.AddPeer:
 			added = append(added, e.Neighbor.Address.String())
-		case effects.StartServer, effects.WatchSecret, effects.SetPolicy, effects.AddRoute:
+		case effects.AddPath:
+			paths = append(paths, e.Path.Prefix.String())
+		case effects.StartServer, effects.WatchSecret, effects.SetPolicy, effects.AddRoute, effects.SetAdd:
 		default:
 			return fmt.Sprintf("initial plan has %q", e)
 		}
@@ -332,6 +354,12 @@ func initialEffects(scratch state.State) string {
 	})
 	if d := cmp.Diff(active, added); d != "" {
 		return "initial plan's add-peers differ from the active neighbors (-active +added):\n" + d
+	}
+	if scratch.Server != (state.Server{}) {
+		scratch.Out.Advertised.Range(func(_ string, p *state.Path) bool { want = append(want, p.Prefix.String()); return true })
+	}
+	if d := cmp.Diff(want, paths); d != "" {
+		return "initial plan's add-paths differ from the advertised paths (-advertised +added):\n" + d
 	}
 	return ""
 }

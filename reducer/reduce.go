@@ -1,6 +1,7 @@
 package reducer
 
 import (
+	"net/netip"
 	"sort"
 	"time"
 
@@ -37,6 +38,18 @@ func Reduce(s state.State, a state.Action) state.State {
 		t.synced(a)
 	case state.InputProblemsReported:
 		t.inputProblems(a)
+	case state.BlockAffinityUpserted:
+		t.upsertAffinity(&a.Affinity)
+	case state.BlockAffinityDeleted:
+		t.deleteAffinity(a.Name)
+	case state.IPPoolUpserted:
+		t.upsertPool(&a.Pool)
+	case state.IPPoolDeleted:
+		t.deletePool(a.Name)
+	case state.PodUpserted:
+		t.upsertPod(&a.Pod)
+	case state.PodDeleted:
+		t.deletePod(a.Namespace + "/" + a.Name)
 	default:
 		return reduceResult(s, a)
 	}
@@ -57,6 +70,10 @@ type tx struct {
 	wasSynced bool
 	// keysChanged: a neighbor gained or lost its TCP-MD5 key.
 	keysChanged bool
+	// paths are the prefixes (by PrefixKey) whose own path must be derived
+	// again; allPaths: every one (docs/routes.md §8.1).
+	paths    map[string]netip.Prefix
+	allPaths bool
 }
 
 func (t *tx) markDirty(key string) { t.dirty[key] = struct{}{} }
@@ -66,6 +83,7 @@ func (t *tx) markDirty(key string) { t.dirty[key] = struct{}{} }
 func (t *tx) finish() state.State {
 	if t.full {
 		t.rederiveAll()
+		t.allPaths = true
 	}
 	keys := make([]string, 0, len(t.dirty))
 	for k := range t.dirty {
@@ -78,5 +96,6 @@ func (t *tx) finish() state.State {
 	if t.keysChanged && t.s.OptmemMax > 0 {
 		t.checkKeyMemory()
 	}
+	t.derivePaths()
 	return t.s
 }

@@ -130,6 +130,7 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 		n.EBGPMultihopTTL = 255
 	}
 	t.markRR(n, l, remote)
+	n.Policy.CalicoExport = true // docs/routes.md §8.3, appendix C (C7)
 	n.Families = t.families(v6)
 	if pr := t.password(k, n, ref); pr != nil {
 		pr.Object = n.Origin

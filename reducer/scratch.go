@@ -15,6 +15,10 @@ type Objects struct {
 	Filters []state.BGPFilter
 	Nodes   []state.Node
 	Secrets []state.Secret
+	// Affinities are this node's; Pods too.
+	Affinities []state.BlockAffinity
+	Pools      []state.IPPool
+	Pods       []state.Pod
 }
 
 // FromScratch derives the State of the agent on node from complete object
@@ -34,6 +38,9 @@ func FromScratch(node string, opts state.Options, objects Objects) state.State {
 		{Kind: state.KindBGPFilter, Filters: objects.Filters},
 		{Kind: state.KindSecret, Secrets: objects.Secrets},
 		{Kind: state.KindBGPPeer, Peers: objects.Peers},
+		{Kind: state.KindIPPool, Pools: objects.Pools},
+		{Kind: state.KindBlockAffinity, Affinities: objects.Affinities},
+		{Kind: state.KindPod, Pods: objects.Pods},
 	} {
 		s = Reduce(s, a)
 	}
@@ -59,5 +66,8 @@ func ObjectsOf(s state.State) Objects {
 	in.Filters.Range(func(_ string, e *state.FilterEntry) bool { o.Filters = append(o.Filters, *e.Spec); return true })
 	in.Nodes.Range(func(_ string, e *state.NodeEntry) bool { o.Nodes = append(o.Nodes, *e.Spec); return true })
 	in.Secrets.Range(func(_ string, x *state.Secret) bool { o.Secrets = append(o.Secrets, *x); return true })
+	in.Affinities.Range(func(_ string, e *state.AffinityEntry) bool { o.Affinities = append(o.Affinities, *e.Spec); return true })
+	in.Pools.Range(func(_ string, e *state.PoolEntry) bool { o.Pools = append(o.Pools, *e.Spec); return true })
+	in.Pods.Range(func(_ string, e *state.PodEntry) bool { o.Pods = append(o.Pods, *e.Spec); return true })
 	return o
 }

@@ -38,6 +38,24 @@ func (t *tx) synced(a state.SourceSynced) {
 			t.upsertNode(&a.Nodes[i])
 		}
 		deleteUnseen(t.s.Inputs.Nodes, seen, t.deleteNode)
+	case state.KindBlockAffinity:
+		for i := range a.Affinities {
+			seen[a.Affinities[i].Name] = a.Affinities[i].Node == "" || a.Affinities[i].Node == t.s.Node
+			t.upsertAffinity(&a.Affinities[i])
+		}
+		deleteUnseen(t.s.Inputs.Affinities, seen, t.deleteAffinity)
+	case state.KindIPPool:
+		for i := range a.Pools {
+			seen[a.Pools[i].Name] = true
+			t.upsertPool(&a.Pools[i])
+		}
+		deleteUnseen(t.s.Inputs.Pools, seen, t.deletePool)
+	case state.KindPod:
+		for i := range a.Pods {
+			seen[a.Pods[i].Key()] = true
+			t.upsertPod(&a.Pods[i])
+		}
+		deleteUnseen(t.s.Inputs.Pods, seen, t.deletePod)
 	case state.KindSecret:
 		for i := range a.Secrets {
 			seen[a.Secrets[i].Name] = true

@@ -74,6 +74,10 @@ type SourceSynced struct {
 	Filters []BGPFilter        `json:"filters,omitempty"`
 	Nodes   []Node             `json:"nodes,omitempty"`
 	Secrets []Secret           `json:"secrets,omitempty"`
+	// Affinities holds only this node's BlockAffinities.
+	Affinities []BlockAffinity `json:"affinities,omitempty"`
+	Pools      []IPPool        `json:"pools,omitempty"`
+	Pods       []Pod           `json:"pods,omitempty"`
 }
 
 // InputProblemsReported: a source (the manifest directory) replaces the
@@ -203,3 +207,46 @@ type KernelLimitsObserved struct {
 func (PeerKeyRefused) ActionName() string       { return "peerKeyRefused" }
 func (MD5FailuresObserved) ActionName() string  { return "md5FailuresObserved" }
 func (KernelLimitsObserved) ActionName() string { return "kernelLimitsObserved" }
+
+// BlockAffinityUpserted: a watcher (or the manifest directory) saw a
+// BlockAffinity of this node created or changed. The watcher drops other
+// nodes' affinities at the edge; one whose node is no longer this node
+// arrives as BlockAffinityDeleted (docs/routes.md "Amendment to §1").
+type BlockAffinityUpserted struct {
+	Affinity BlockAffinity `json:"affinity"`
+}
+
+// BlockAffinityDeleted: a BlockAffinity of this node went (or moved to
+// another node).
+type BlockAffinityDeleted struct {
+	Name string `json:"name"`
+}
+
+// IPPoolUpserted: a watcher saw an IPPool created or changed.
+type IPPoolUpserted struct {
+	Pool IPPool `json:"pool"`
+}
+
+// IPPoolDeleted: a watcher saw an IPPool go.
+type IPPoolDeleted struct {
+	Name string `json:"name"`
+}
+
+// PodUpserted: the node-scoped pod watch (field selector spec.nodeName=N)
+// saw a Pod of this node created or changed.
+type PodUpserted struct {
+	Pod Pod `json:"pod"`
+}
+
+// PodDeleted: a Pod of this node went.
+type PodDeleted struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+func (BlockAffinityUpserted) ActionName() string { return "blockAffinityUpserted" }
+func (BlockAffinityDeleted) ActionName() string  { return "blockAffinityDeleted" }
+func (IPPoolUpserted) ActionName() string        { return "ipPoolUpserted" }
+func (IPPoolDeleted) ActionName() string         { return "ipPoolDeleted" }
+func (PodUpserted) ActionName() string           { return "podUpserted" }
+func (PodDeleted) ActionName() string            { return "podDeleted" }

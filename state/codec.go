@@ -35,6 +35,12 @@ var actionTypes = map[string]func() Action{
 	"routesListed":          func() Action { return &RoutesListed{} },
 	"tableRouteApplied":     func() Action { return &TableRouteApplied{} },
 	"tableRouteApplyFailed": func() Action { return &TableRouteApplyFailed{} },
+	"blockAffinityUpserted": func() Action { return &BlockAffinityUpserted{} },
+	"blockAffinityDeleted":  func() Action { return &BlockAffinityDeleted{} },
+	"ipPoolUpserted":        func() Action { return &IPPoolUpserted{} },
+	"ipPoolDeleted":         func() Action { return &IPPoolDeleted{} },
+	"podUpserted":           func() Action { return &PodUpserted{} },
+	"podDeleted":            func() Action { return &PodDeleted{} },
 }
 
 // ActionNames lists every action name, sorted.

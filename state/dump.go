@@ -1,6 +1,7 @@
 package state
 
 import (
+	"net/netip"
 	"sort"
 )
 
@@ -16,6 +17,15 @@ type Dump struct {
 	Neighbors []*Neighbor    `json:"neighbors"`
 	Sessions  []*Session     `json:"sessions"`
 	Problems  []Problem      `json:"problems"`
+	// Advertised are the own paths, by prefix, with the neighbors each
+	// goes to (docs/routes.md §8.3 rule 11).
+	Advertised []AdvertisedPath `json:"advertised"`
+}
+
+// AdvertisedPath is an own path in the dump: the path and its receivers.
+type AdvertisedPath struct {
+	Path
+	To []netip.Addr `json:"to"`
 }
 
 // Dump builds the serialisable view. It costs O(size of the state): it is
@@ -27,8 +37,10 @@ func (s State) Dump() Dump {
 		Objects: map[string]int{
 			"bgppeers": s.Inputs.Peers.Len(), "bgpconfigurations": s.Inputs.Configs.Len(),
 			"bgpfilters": s.Inputs.Filters.Len(), "nodes": s.Inputs.Nodes.Len(),
-			"secrets": s.Inputs.Secrets.Len(),
+			"secrets": s.Inputs.Secrets.Len(), "blockaffinities": s.Inputs.Affinities.Len(),
+			"ippools": s.Inputs.Pools.Len(), "pods": s.Inputs.Pods.Len(),
 		},
+		Advertised: []AdvertisedPath{},
 	}
 	for _, k := range append(append([]Kind{}, SyncedKinds...), KindSecret) {
 		if s.Synced[k] {
@@ -37,6 +49,10 @@ func (s State) Dump() Dump {
 	}
 	s.Out.Neighbors.Range(func(_ string, n *Neighbor) bool { d.Neighbors = append(d.Neighbors, n); return true })
 	s.Out.Sessions.Range(func(_ string, x *Session) bool { d.Sessions = append(d.Sessions, x); return true })
+	s.Out.Advertised.Range(func(_ string, p *Path) bool {
+		d.Advertised = append(d.Advertised, AdvertisedPath{Path: *p, To: Receivers(p, d.Neighbors)})
+		return true
+	})
 	d.Problems = s.AllProblems()
 	return d
 }

@@ -112,6 +112,27 @@ type Index struct {
 	FilterUsers *pmap.Map[*pmap.Map[struct{}]] // filter name -> AddrKeys
 	SelPeers    *pmap.Map[struct{}]            // peers applying here with a peerSelector
 	RevPeers    *pmap.Map[struct{}]            // peers whose peer side selects this node
+	// Origins: PrefixKey -> the affinities and pods whose block or address
+	// is that prefix (docs/routes.md §8.1); PoolsByCIDR: PrefixKey/NAME of
+	// every pool with a readable CIDR -> NAME (the smallest name wins);
+	// Communities: the prefixAdvertisements in force (docs/routes.md §8.5).
+	Origins     *pmap.Map[*Origins]
+	PoolsByCIDR *pmap.Map[string]
+	Communities []CommunityRule
+}
+
+// Origins are the objects that may produce the path of one prefix.
+type Origins struct {
+	Prefix netip.Prefix
+	Blocks []string // affinity names, sorted
+	Pods   []string // pod keys, sorted
+}
+
+// CommunityRule is one prefixAdvertisement in force: the communities
+// (normalised values) of every own path inside Prefix.
+type CommunityRule struct {
+	Prefix netip.Prefix
+	Values []string
 }
 
 func newIndex() Index {
@@ -119,6 +140,6 @@ func newIndex() Index {
 		Cands: pmap.New[[]Candidate](), Sources: pmap.New[[]Candidate](),
 		NodeByAddr: pmap.New[string](), SecretUsers: pmap.New[*pmap.Map[struct{}]](),
 		FilterUsers: pmap.New[*pmap.Map[struct{}]](), SelPeers: pmap.New[struct{}](),
-		RevPeers: pmap.New[struct{}](),
+		RevPeers: pmap.New[struct{}](), Origins: pmap.New[*Origins](), PoolsByCIDR: pmap.New[string](),
 	}
 }

@@ -33,20 +33,28 @@ type Neighbor struct {
 }
 
 // Policy is a neighbor's own import and export policy, built from its
-// BGPFilters (in the user's order) and its next-hop mode. Nothing in it is
-// shared with another neighbor.
+// BGPFilters (in the user's order) and its next-hop mode. Its statements
+// are the neighbor's own; with CalicoExport they go on to reference the
+// shared per-family prefix sets (docs/routes.md §8.3 rule 12).
 type Policy struct {
 	Import  []Rule `json:"import,omitempty"`
 	Export  []Rule `json:"export,omitempty"`
 	NextHop string `json:"nextHop,omitempty"` // "self", "keep" or "" (speaker default)
+	// CalicoExport: after Export, Calico's base export rules and a final
+	// reject (docs/routes.md §8.3 rules 4-10). Every neighbor has it
+	// (docs/routes.md appendix C, C7).
+	CalicoExport bool `json:"calicoExport,omitempty"`
 }
 
 // IsZero reports whether the policy has nothing to install.
-func (p Policy) IsZero() bool { return len(p.Import) == 0 && len(p.Export) == 0 && p.NextHop == "" }
+func (p Policy) IsZero() bool {
+	return len(p.Import) == 0 && len(p.Export) == 0 && p.NextHop == "" && !p.CalicoExport
+}
 
 // Equal compares two policies.
 func (p Policy) Equal(o Policy) bool {
-	return p.NextHop == o.NextHop && slices.Equal(p.Import, o.Import) && slices.Equal(p.Export, o.Export)
+	return p.NextHop == o.NextHop && p.CalicoExport == o.CalicoExport &&
+		slices.Equal(p.Import, o.Import) && slices.Equal(p.Export, o.Export)
 }
 
 // Rule is one compiled BGPFilter rule. A zero Prefix with FromRemotePeers

@@ -47,7 +47,12 @@ type BGPConfiguration struct {
 	NodeMeshPassword       *SecretKeyRef `json:"nodeMeshPassword,omitempty"`
 	NodeMeshMaxRestartTime *Duration     `json:"nodeMeshMaxRestartTime,omitempty"`
 	LogSeverityScreen      string        `json:"logSeverityScreen,omitempty"`
-	Unsupported            []string      `json:"unsupported,omitempty"` // as BGPPeer's
+	// Communities and PrefixAdvertisements (docs/routes.md §8.5). A nil
+	// PrefixAdvertisements is unset; a set empty list in node.<N> still
+	// overrides the default's.
+	Communities          []Community            `json:"communities,omitempty"`
+	PrefixAdvertisements *[]PrefixAdvertisement `json:"prefixAdvertisements,omitempty"`
+	Unsupported          []string               `json:"unsupported,omitempty"` // as BGPPeer's
 }
 
 // BGPFilter is a Calico BGPFilter: ordered rules per direction and family.
@@ -93,3 +98,57 @@ type Secret struct {
 	Name string              `json:"name"`
 	Data map[string]Password `json:"data,omitempty"`
 }
+
+// Community is one named community of a BGPConfiguration's `communities`
+// (docs/routes.md §8.5): Value is "a:b" or "a:b:c" as the user wrote it.
+type Community struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// PrefixAdvertisement is one entry of a BGPConfiguration's
+// `prefixAdvertisements`: communities (values or names of `communities`)
+// for the paths inside CIDR (docs/routes.md §8.5).
+type PrefixAdvertisement struct {
+	CIDR        string   `json:"cidr"`
+	Communities []string `json:"communities,omitempty"`
+}
+
+// BlockAffinity is a Calico BlockAffinity (docs/routes.md "Amendment to
+// §1"). Deleted is the text of `spec.deleted`: crd.projectcalico.org/v1
+// holds a string there, projectcalico.org/v3 a bool (written "true" or
+// "false" by the watcher), so that an unreadable value reaches the reducer
+// as a problem (docs/routes.md §11.1).
+type BlockAffinity struct {
+	Name        string   `json:"name"`
+	Node        string   `json:"node,omitempty"`
+	CIDR        string   `json:"cidr,omitempty"`
+	State       string   `json:"state,omitempty"`
+	Deleted     string   `json:"deleted,omitempty"`
+	Type        string   `json:"type,omitempty"`
+	Unsupported []string `json:"unsupported,omitempty"` // as BGPPeer's
+}
+
+// IPPool is a Calico IPPool: only what docs/routes.md §8.6 reads.
+type IPPool struct {
+	Name             string   `json:"name"`
+	CIDR             string   `json:"cidr,omitempty"`
+	IPIPMode         string   `json:"ipipMode,omitempty"`
+	VXLANMode        string   `json:"vxlanMode,omitempty"`
+	DisableBGPExport bool     `json:"disableBGPExport,omitempty"`
+	Disabled         bool     `json:"disabled,omitempty"` // read, no effect (docs/routes.md §8.6)
+	Unsupported      []string `json:"unsupported,omitempty"`
+}
+
+// Pod is a Pod on this node: only what docs/routes.md §8.1 rule 3 reads.
+// Its key is "NAMESPACE/NAME".
+type Pod struct {
+	Namespace   string   `json:"namespace"`
+	Name        string   `json:"name"`
+	HostNetwork bool     `json:"hostNetwork,omitempty"`
+	Phase       string   `json:"phase,omitempty"`
+	PodIPs      []string `json:"podIPs,omitempty"`
+}
+
+// Key is the pod's key in State: "NAMESPACE/NAME".
+func (p *Pod) Key() string { return p.Namespace + "/" + p.Name }

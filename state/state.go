@@ -16,12 +16,18 @@ const (
 	KindBGPFilter        Kind = "bgpfilter"
 	KindNode             Kind = "node"
 	KindSecret           Kind = "secret"
+	KindBlockAffinity    Kind = "blockaffinity"
+	KindIPPool           Kind = "ippool"
+	KindPod              Kind = "pod"
 )
 
 // SyncedKinds are the sources that must list before anything is applied.
 // Secrets are not among them: they are watched by name on demand, and a
 // neighbor waiting for one is held back (fail closed) until it arrives.
-var SyncedKinds = []Kind{KindBGPPeer, KindBGPConfiguration, KindBGPFilter, KindNode}
+// BlockAffinities, IPPools and this node's Pods gate too (docs/routes.md
+// "Amendment to §1"): no path is withdrawn on a partial view.
+var SyncedKinds = []Kind{KindBGPPeer, KindBGPConfiguration, KindBGPFilter, KindNode,
+	KindBlockAffinity, KindIPPool, KindPod}
 
 // Options are the agent's own settings that shape derivation.
 type Options struct {
@@ -75,7 +81,10 @@ type Inputs struct {
 	Filters         *pmap.Map[*FilterEntry]
 	Nodes           *pmap.Map[*NodeEntry]
 	Secrets         *pmap.Map[*Secret]
-	InputProblems   *pmap.Map[[]Problem] // by source (e.g. file/PATH), as reported
+	InputProblems   *pmap.Map[[]Problem]      // by source (e.g. file/PATH), as reported
+	Affinities      *pmap.Map[*AffinityEntry] // this node's, by name
+	Pools           *pmap.Map[*PoolEntry]     // by name
+	Pods            *pmap.Map[*PodEntry]      // this node's, by NAMESPACE/NAME
 }
 
 // Derived is what the reducer computes and Diff compares.
@@ -84,6 +93,11 @@ type Derived struct {
 	Sessions  *pmap.Map[*Session]  // by AddrKey
 	Problems  *pmap.Map[[]Problem] // by owner (peer/NAME, addr/KEY, ...)
 	Watches   *pmap.Map[struct{}]  // secret names to watch
+	// Advertised holds the own paths (docs/routes.md §8.1, §8.2), by
+	// PrefixKey; Sets the members of the shared per-family prefix sets of
+	// the export policy (docs/routes.md §8.3 rule 12), by SetKey.
+	Advertised *pmap.Map[*Path]
+	Sets       *pmap.Map[SetMember]
 }
 
 // AllSynced reports whether every gating source has listed.
@@ -108,10 +122,13 @@ func New(node string, opts Options) State {
 			RejectedConfigs: pmap.New[*BGPConfiguration](),
 			Filters:         pmap.New[*FilterEntry](), Nodes: pmap.New[*NodeEntry](),
 			Secrets: pmap.New[*Secret](), InputProblems: pmap.New[[]Problem](),
+			Affinities: pmap.New[*AffinityEntry](), Pools: pmap.New[*PoolEntry](),
+			Pods: pmap.New[*PodEntry](),
 		},
 		Out: Derived{
 			Neighbors: pmap.New[*Neighbor](), Sessions: pmap.New[*Session](),
 			Problems: pmap.New[[]Problem](), Watches: pmap.New[struct{}](),
+			Advertised: pmap.New[*Path](), Sets: pmap.New[SetMember](),
 		},
 		Index: newIndex(),
 	}

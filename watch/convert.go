@@ -1,10 +1,12 @@
 package watch
 
 import (
+	"encoding/json"
 	"maps"
 
 	v3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -147,6 +149,57 @@ func Secret(s *corev1.Secret) state.Secret {
 	}
 	for k, v := range s.StringData {
 		out.Data[k] = state.NewPassword(v)
+	}
+	return out
+}
+
+// BlockAffinityObject is a BlockAffinity of either API group as decoded
+// here: crd.projectcalico.org/v1 writes spec.deleted as a string ("true"),
+// projectcalico.org/v3 as a bool, so it is kept raw and passed on as text
+// (docs/routes.md "Amendment to §1"); spec.type exists only in newer
+// Calico.
+type BlockAffinityObject struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		State   string          `json:"state"`
+		Node    string          `json:"node"`
+		CIDR    string          `json:"cidr"`
+		Deleted json.RawMessage `json:"deleted,omitempty"`
+		Type    string          `json:"type,omitempty"`
+	} `json:"spec"`
+}
+
+// Affinity converts a BlockAffinity.
+func Affinity(a *BlockAffinityObject) state.BlockAffinity {
+	s := a.Spec
+	out := state.BlockAffinity{Name: a.Name, Node: s.Node, CIDR: s.CIDR, State: s.State, Type: s.Type}
+	if len(s.Deleted) > 0 && string(s.Deleted) != "null" {
+		var text string
+		if json.Unmarshal(s.Deleted, &text) != nil {
+			text = string(s.Deleted) // a bool, or whatever it is: the reducer judges it
+		}
+		out.Deleted = text
+	}
+	return out
+}
+
+// Pool converts a Calico IPPool (only what docs/routes.md §8.6 reads).
+func Pool(p *v3.IPPool) state.IPPool {
+	s := p.Spec
+	return state.IPPool{Name: p.Name, CIDR: s.CIDR, IPIPMode: string(s.IPIPMode), VXLANMode: string(s.VXLANMode),
+		DisableBGPExport: s.DisableBGPExport, Disabled: s.Disabled}
+}
+
+// Pod converts a Pod of this node (docs/routes.md §8.1 rule 3): its
+// addresses from status.podIPs, else status.podIP.
+func Pod(p *corev1.Pod) state.Pod {
+	out := state.Pod{Namespace: p.Namespace, Name: p.Name, HostNetwork: p.Spec.HostNetwork, Phase: string(p.Status.Phase)}
+	for _, ip := range p.Status.PodIPs {
+		out.PodIPs = append(out.PodIPs, ip.IP)
+	}
+	if len(out.PodIPs) == 0 && p.Status.PodIP != "" {
+		out.PodIPs = []string{p.Status.PodIP}
 	}
 	return out
 }

@@ -55,6 +55,10 @@ func withUnsupported[T any](v T, fields []string) T {
 		x.Unsupported = add(x.Unsupported)
 	case *state.BGPFilter:
 		x.Unsupported = add(x.Unsupported)
+	case *state.BlockAffinity:
+		x.Unsupported = add(x.Unsupported)
+	case *state.IPPool:
+		x.Unsupported = add(x.Unsupported)
 	}
 	return v
 }

@@ -14,15 +14,16 @@ package watch
 //     not depend on where the directory is; the directory itself is
 //     "file/.".
 //   - Documents: YAML with several documents per file ("---"), or JSON.
-//     Read: BGPPeer, BGPConfiguration and BGPFilter in
-//     crd.projectcalico.org/v1 or projectcalico.org/v3 (one object, either
-//     group, side by side), core v1 Node and v1 Secret, and v1 List (as
+//     Read: BGPPeer, BGPConfiguration, BGPFilter, BlockAffinity and IPPool
+//     in crd.projectcalico.org/v1 or projectcalico.org/v3 (one object,
+//     either group, side by side; docs/routes.md §11.7), core v1 Node and
+//     v1 Secret, and v1 List (as
 //     `kubectl get -o yaml` writes) of those. Secrets are taken from the
 //     agent's namespace, or with none (the directory is the agent's own); a
 //     Secret of another namespace is a problem and is not read (docs/semantics.md
 //     §1), so it can never stand in for the agent's own.
 //     Ignored silently: every other kind, including Calico kinds that are
-//     not BGP ones (IPPool, FelixConfiguration...), so a directory can also
+//     not read (FelixConfiguration, IPAMBlock...), so a directory can also
 //     hold other manifests. A problem: a BGP-looking kind this agent does
 //     not know (a typo such as BGPPeers), a BGP kind in another version of
 //     the Calico groups, a document with neither apiVersion nor kind, or
@@ -66,11 +67,16 @@ type Objects struct {
 	Filters []state.BGPFilter
 	Nodes   []state.Node
 	Secrets []state.Secret
+	// Affinities, Pools and Pods (docs/routes.md "Amendment to §1").
+	Affinities []state.BlockAffinity
+	Pools      []state.IPPool
+	Pods       []state.Pod
 }
 
-// Actions returns one SourceSynced per kind, all five (secrets included)
+// Actions returns one SourceSynced per kind, all eight (secrets included)
 // in a fixed order: nodes, configurations, filters, secrets, then peers,
-// so that peers are resolved against complete inputs.
+// so that peers are resolved against complete inputs, then pools,
+// affinities and pods.
 func (o Objects) Actions() []state.Action {
 	return []state.Action{
 		state.SourceSynced{Kind: state.KindNode, Nodes: o.Nodes},
@@ -78,6 +84,9 @@ func (o Objects) Actions() []state.Action {
 		state.SourceSynced{Kind: state.KindBGPFilter, Filters: o.Filters},
 		state.SourceSynced{Kind: state.KindSecret, Secrets: o.Secrets},
 		state.SourceSynced{Kind: state.KindBGPPeer, Peers: o.Peers},
+		state.SourceSynced{Kind: state.KindIPPool, Pools: o.Pools},
+		state.SourceSynced{Kind: state.KindBlockAffinity, Affinities: o.Affinities},
+		state.SourceSynced{Kind: state.KindPod, Pods: o.Pods},
 	}
 }
 
@@ -94,6 +103,10 @@ func (o *Objects) add(v any) {
 		o.Nodes = append(o.Nodes, v)
 	case state.Secret:
 		o.Secrets = append(o.Secrets, v)
+	case state.BlockAffinity:
+		o.Affinities = append(o.Affinities, v)
+	case state.IPPool:
+		o.Pools = append(o.Pools, v)
 	}
 }
 
@@ -104,6 +117,8 @@ func (o *Objects) sortByName() {
 	slices.SortStableFunc(o.Filters, func(a, b state.BGPFilter) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(o.Nodes, func(a, b state.Node) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(o.Secrets, func(a, b state.Secret) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(o.Affinities, func(a, b state.BlockAffinity) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(o.Pools, func(a, b state.IPPool) int { return cmp.Compare(a.Name, b.Name) })
 }
 
 // LoadDir reads every manifest file of dir once: the objects, and the

@@ -41,6 +41,8 @@ var manifestKinds = map[string]manifestKind{
 	"calico/BGPPeer":          {state.KindBGPPeer, decodeManifestPeer},
 	"calico/BGPConfiguration": {state.KindBGPConfiguration, decodeManifestConfig},
 	"calico/BGPFilter":        {state.KindBGPFilter, decodeManifestFilter},
+	"calico/BlockAffinity":    {state.KindBlockAffinity, decodeManifestAffinity},
+	"calico/IPPool":           {state.KindIPPool, decodeManifestPool},
 	"v1/Node":                 {state.KindNode, decodeManifestNode},
 	"v1/Secret":               {state.KindSecret, decodeManifestSecret},
 }
@@ -73,6 +75,18 @@ func decodeManifestFilter(raw []byte) (any, string, error) {
 	var f v3.BGPFilter
 	unknown, err := decodeManifestCalico(raw, &f)
 	return withUnsupported(Filter(&f), unknown), f.Name, err
+}
+
+func decodeManifestAffinity(raw []byte) (any, string, error) {
+	var a BlockAffinityObject
+	unknown, err := decodeManifestCalico(raw, &a)
+	return withUnsupported(Affinity(&a), unknown), a.Name, err
+}
+
+func decodeManifestPool(raw []byte) (any, string, error) {
+	var p v3.IPPool
+	unknown, err := decodeManifestCalico(raw, &p)
+	return withUnsupported(Pool(&p), unknown), p.Name, err
 }
 
 // decodeManifestCalico converts YAML to JSON refusing duplicate keys (as

@@ -172,7 +172,7 @@ func TestLoadDirKinds(t *testing.T) {
 			"sub/nested.yaml":  manifestPeer("projectcalico.org/v3", "nested", "1"),
 			"dir.yaml/x.yaml":  manifestPeer("projectcalico.org/v3", "in-dir", "1"),
 			"upper.YML":        "---\n# only a comment\n---\n\n---\n" + manifestPeer("projectcalico.org/v3", "upper", "65001") + "...\n",
-			"other-kinds.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n---\napiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\n---\napiVersion: v1\nkind: ConfigMap\n",
+			"other-kinds.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n---\napiVersion: projectcalico.org/v3\nkind: FelixConfiguration\nmetadata: {name: p}\n---\napiVersion: v1\nkind: ConfigMap\n",
 		},
 			want: Objects{Peers: []state.BGPPeer{filePeer("upper", 65001)}}},
 	}
@@ -320,6 +320,9 @@ func TestLoadObjectsActions(t *testing.T) {
 		state.SourceSynced{Kind: state.KindBGPFilter},
 		state.SourceSynced{Kind: state.KindSecret, Secrets: []state.Secret{{Name: "s"}}},
 		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{filePeer("p", 1)}},
+		state.SourceSynced{Kind: state.KindIPPool},
+		state.SourceSynced{Kind: state.KindBlockAffinity},
+		state.SourceSynced{Kind: state.KindPod},
 	}
 	if d := cmp.Diff(want, o.Actions(), fileCmp); d != "" {
 		t.Errorf("actions (-want +got):\n%s", d)

@@ -108,6 +108,12 @@ func (k *Kube) Run(ctx context.Context, dispatch func(state.Action)) error {
 	for _, s := range k.sources(gv, dispatch) {
 		wg.Go(func() { s.RunWithContext(ctx) })
 	}
+	// BlockAffinities, IPPools and Pods are not watched from the cluster
+	// yet: they are reported as complete and empty, so that the sync gate
+	// (docs/routes.md "Amendment to §1") opens and nothing is advertised.
+	for _, kind := range []state.Kind{state.KindBlockAffinity, state.KindIPPool, state.KindPod} {
+		dispatch(state.SourceSynced{Kind: kind})
+	}
 	<-ctx.Done()
 	k.end()
 	wg.Wait()

@@ -199,7 +199,10 @@ func clusterPoll(ctx context.Context, limit time.Duration, cond func() bool) boo
 }
 
 // clusterExpect checks that effs are exactly the effects named, each by
-// the start of its text ("add-peer 127.0.0.10"), in any order.
+// the start of its text ("add-peer 127.0.0.10"), in any order. Every
+// neighbor has an export policy (docs/routes.md §8.3, appendix C, C7), so
+// a neighbor added comes with its set-policy and a deleted one with its
+// delete-policy.
 func clusterExpect(t *testing.T, what string, effs []string, want ...string) {
 	t.Helper()
 	if !clusterSameKinds(effs, want...) {

@@ -89,7 +89,7 @@ func TestClusterRBAC(t *testing.T) {
 	effs = b.step("while refused: BGPPeer tor-c created", func() {
 		e.putCalico(group, "BGPPeer", "tor-c", map[string]any{"peerIP": "127.0.0.12", "asNumber": int64(65013)})
 	}, 64512, torAWait, torB, torC)
-	clusterExpect(t, "another neighbor added while the Secret is refused", effs, "add-peer 127.0.0.12")
+	clusterExpect(t, "another neighbor added while the Secret is refused", effs, "set-policy 127.0.0.12", "add-peer 127.0.0.12")
 	if !b.hasProblem("forbidden") {
 		t.Errorf("the refusal is no longer shown while it lasts: %v", b.problems())
 	}
@@ -107,7 +107,7 @@ func TestClusterRBAC(t *testing.T) {
 	}
 	torA = clusterNbr{addr: "127.0.0.10", asn: 65010, local: 64512, origin: "bgppeer/tor-a", pw: pwElsewhere}
 	effs = b.step("Role granted in "+elsewhere, func() { e.applyObjects(grant...) }, 64512, torA, torB, torC)
-	clusterExpect(t, "the refused Secret readable at last", effs, "add-peer 127.0.0.10")
+	clusterExpect(t, "the refused Secret readable at last", effs, "set-policy 127.0.0.10", "add-peer 127.0.0.10")
 	if ps := b.problems(); len(ps) != 0 {
 		t.Errorf("problems left after the grant: %v", ps)
 	}

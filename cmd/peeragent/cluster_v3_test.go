@@ -44,16 +44,16 @@ func TestClusterCalicoV3Group(t *testing.T) {
 	effs = a.step("v3: node-c labelled role=rr", func() {
 		e.editNode("node-c", func(n *corev1.Node) { n.Labels["role"] = "rr" })
 	}, 64600, tor, rrB, rrC)
-	clusterExpect(t, "a peerSelector now matches node-c", effs, "add-peer 127.0.0.3")
+	clusterExpect(t, "a peerSelector now matches node-c", effs, "set-policy 127.0.0.3", "add-peer 127.0.0.3")
 
 	effs = a.step("v3: BGPPeer to-rr deleted", func() { e.deleteCalico(group, "BGPPeer", "to-rr") }, 64600, tor)
-	clusterExpect(t, "v3 BGPPeer deleted", effs, "delete-peer 127.0.0.2", "delete-peer 127.0.0.3")
+	clusterExpect(t, "v3 BGPPeer deleted", effs, "delete-peer 127.0.0.2", "delete-policy 127.0.0.2", "delete-peer 127.0.0.3", "delete-policy 127.0.0.3")
 
 	tor.local = 64601
 	effs = a.step("v3: BGPConfiguration AS 64601", func() {
 		e.putCalico(group, "BGPConfiguration", "default", map[string]any{"nodeToNodeMeshEnabled": false, "asNumber": int64(64601)})
 	}, 64601, tor)
-	clusterExpect(t, "v3 BGPConfiguration changed the AS", effs, "restart-server as", "add-peer 127.0.0.10")
+	clusterExpect(t, "v3 BGPConfiguration changed the AS", effs, "restart-server as", "set-policy 127.0.0.10", "add-peer 127.0.0.10")
 	a.alive()
 	a.stop()
 
@@ -70,9 +70,9 @@ func TestClusterCalicoV3Group(t *testing.T) {
 	effs = b.step("auto: BGPPeer tor-b created", func() {
 		e.putCalico(group, "BGPPeer", "tor-b", map[string]any{"node": clusterNode, "peerIP": "127.0.0.11", "asNumber": int64(65011)})
 	}, 64601, tor, torB)
-	clusterExpect(t, "auto: v3 BGPPeer created", effs, "add-peer 127.0.0.11")
+	clusterExpect(t, "auto: v3 BGPPeer created", effs, "set-policy 127.0.0.11", "add-peer 127.0.0.11")
 	effs = b.step("auto: BGPPeer tor deleted", func() { e.deleteCalico(group, "BGPPeer", "tor") }, 64601, torB)
-	clusterExpect(t, "auto: v3 BGPPeer deleted", effs, "delete-peer 127.0.0.10")
+	clusterExpect(t, "auto: v3 BGPPeer deleted", effs, "delete-peer 127.0.0.10", "delete-policy 127.0.0.10")
 	b.alive()
 	b.stop()
 

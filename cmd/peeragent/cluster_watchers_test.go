@@ -34,7 +34,7 @@ func TestClusterWatchersFollowObjects(t *testing.T) {
 	if !a.loop.Ready() {
 		t.Error("the loop is not ready after the initial list")
 	}
-	if effs := a.speaker.since(0); !clusterSameKinds(effs, "start-server as=64512", "add-peer 127.0.0.2") {
+	if effs := a.speaker.since(0); !clusterSameKinds(effs, "start-server as=64512", "set-policy 127.0.0.2", "add-peer 127.0.0.2") {
 		t.Errorf("initial effects: %q, want the server start and the mesh neighbor", effs)
 	}
 
@@ -54,7 +54,7 @@ func TestClusterWatchersFollowObjects(t *testing.T) {
 	}
 	effs = a.step("Secret tor-md5 created", func() { e.putSecret(clusterNS, "tor-md5", map[string]string{clusterKey: pw1}) },
 		64512, mesh2, torPW(pw1, 64512))
-	clusterExpect(t, "the Secret arrived", effs, "add-peer 127.0.0.10")
+	clusterExpect(t, "the Secret arrived", effs, "set-policy 127.0.0.10", "add-peer 127.0.0.10")
 
 	effs = a.step("Secret tor-md5 rotated", func() { e.putSecret(clusterNS, "tor-md5", map[string]string{clusterKey: pw2}) },
 		64512, mesh2, torPW(pw2, 64512))
@@ -68,7 +68,7 @@ func TestClusterWatchersFollowObjects(t *testing.T) {
 	effs = a.step("node-a relabelled rack=r2: the BGPPeer's selector no longer matches", func() {
 		e.editNode(clusterNode, func(n *corev1.Node) { n.Labels["rack"] = "r2" })
 	}, 64512, mesh2)
-	clusterExpect(t, "the selector flipped off", effs, "delete-peer 127.0.0.10")
+	clusterExpect(t, "the selector flipped off", effs, "delete-peer 127.0.0.10", "delete-policy 127.0.0.10")
 	if a.watches.watching("tor-md5") {
 		t.Errorf("the Secret is still watched with no neighbor using it: %v", a.watches.list())
 	}
@@ -76,7 +76,7 @@ func TestClusterWatchersFollowObjects(t *testing.T) {
 	effs = a.step("node-a relabelled rack=r1: matches again", func() {
 		e.editNode(clusterNode, func(n *corev1.Node) { n.Labels["rack"] = "r1" })
 	}, 64512, mesh2, torPW(pw2, 64512))
-	clusterExpect(t, "the selector flipped on", effs, "add-peer 127.0.0.10")
+	clusterExpect(t, "the selector flipped on", effs, "set-policy 127.0.0.10", "add-peer 127.0.0.10")
 
 	mesh3 := clusterNbr{addr: "127.0.0.3", asn: 65002, local: 64512, origin: "mesh"}
 	effs = a.step("node-b annotations: address 127.0.0.3, AS 65002", func() {
@@ -85,33 +85,33 @@ func TestClusterWatchersFollowObjects(t *testing.T) {
 			n.Annotations[watch.AnnotationASN] = "65002"
 		})
 	}, 64512, mesh3, torPW(pw2, 64512))
-	clusterExpect(t, "a mesh node moved", effs, "delete-peer 127.0.0.2", "add-peer 127.0.0.3")
+	clusterExpect(t, "a mesh node moved", effs, "delete-peer 127.0.0.2", "delete-policy 127.0.0.2", "set-policy 127.0.0.3", "add-peer 127.0.0.3")
 
 	off := false
 	effs = a.step("BGPConfiguration: mesh off", func() {
 		e.putCalico(group, "BGPConfiguration", "default", map[string]any{"listenPort": int64(port), "nodeToNodeMeshEnabled": off})
 	}, 64512, torPW(pw2, 64512))
-	clusterExpect(t, "mesh off", effs, "delete-peer 127.0.0.3")
+	clusterExpect(t, "mesh off", effs, "delete-peer 127.0.0.3", "delete-policy 127.0.0.3")
 
 	effs = a.step("BGPConfiguration: mesh on", func() {
 		e.putCalico(group, "BGPConfiguration", "default", map[string]any{"listenPort": int64(port), "nodeToNodeMeshEnabled": !off})
 	}, 64512, mesh3, torPW(pw2, 64512))
-	clusterExpect(t, "mesh on", effs, "add-peer 127.0.0.3")
+	clusterExpect(t, "mesh on", effs, "set-policy 127.0.0.3", "add-peer 127.0.0.3")
 
 	mesh3.local = 64513
 	effs = a.step("BGPConfiguration: AS 64513", func() {
 		e.putCalico(group, "BGPConfiguration", "default", map[string]any{"listenPort": int64(port), "asNumber": int64(64513)})
 	}, 64513, mesh3, torPW(pw2, 64513))
-	clusterExpect(t, "the node's AS changed", effs, "restart-server as", "add-peer 127.0.0.3", "add-peer 127.0.0.10")
+	clusterExpect(t, "the node's AS changed", effs, "restart-server as", "set-policy 127.0.0.3", "add-peer 127.0.0.3", "set-policy 127.0.0.10", "add-peer 127.0.0.10")
 
 	effs = a.step("BGPPeer tor deleted", func() { e.deleteCalico(group, "BGPPeer", "tor") }, 64513, mesh3)
-	clusterExpect(t, "the BGPPeer deleted", effs, "delete-peer 127.0.0.10")
+	clusterExpect(t, "the BGPPeer deleted", effs, "delete-peer 127.0.0.10", "delete-policy 127.0.0.10")
 	if a.watches.watching("tor-md5") {
 		t.Errorf("the Secret is still watched after its BGPPeer went: %v", a.watches.list())
 	}
 
 	effs = a.step("Node node-b deleted", func() { e.deleteNode("node-b") }, 64513)
-	clusterExpect(t, "the last mesh node deleted", effs, "delete-peer 127.0.0.3")
+	clusterExpect(t, "the last mesh node deleted", effs, "delete-peer 127.0.0.3", "delete-policy 127.0.0.3")
 	a.alive()
 	t.Logf("watch calls: %s; whole test %v", strings.Join(a.watches.list(), ", "), time.Since(e.started).Round(time.Millisecond))
 }

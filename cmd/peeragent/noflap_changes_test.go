@@ -78,7 +78,8 @@ func (c *noflapCluster) lists() []state.Action {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return []state.Action{c.relist(state.KindNode), c.relist(state.KindBGPConfiguration),
-		c.relist(state.KindBGPFilter), c.relist(state.KindBGPPeer)}
+		c.relist(state.KindBGPFilter), c.relist(state.KindBGPPeer),
+		c.relist(state.KindIPPool), c.relist(state.KindBlockAffinity), c.relist(state.KindPod)}
 }
 
 // relist is one kind's complete list, identical to what the loop has.

@@ -20,6 +20,18 @@ type Plan struct {
 	Neighbors []PlanNeighbor  `json:"neighbors"`
 	Effects   []string        `json:"effects"`
 	Problems  []state.Problem `json:"problems"`
+	// Advertised are the own paths, sorted by prefix (docs/routes.md §8).
+	Advertised []PlanPath `json:"advertised"`
+}
+
+// PlanPath is one own path: its attributes, the objects producing it and
+// the neighbors it goes to (docs/routes.md §8.3 rule 11).
+type PlanPath struct {
+	Prefix      string   `json:"prefix"`
+	NextHop     string   `json:"nextHop"`
+	Communities []string `json:"communities"`
+	Origins     []string `json:"origins"`
+	To          []string `json:"to"`
 }
 
 // PlanNeighbor is one neighbor of the plan, sorted by address.
@@ -63,7 +75,7 @@ func PlanFrom(node string, opts state.Options, acts []state.Action) Plan {
 		s = reducer.Reduce(s, a)
 	}
 	p := Plan{Node: node, ASN: s.Server.ASN, RouterID: addrText(s.Server.RouterID),
-		Neighbors: []PlanNeighbor{}, Effects: []string{}, Problems: s.AllProblems()}
+		Neighbors: []PlanNeighbor{}, Effects: []string{}, Problems: s.AllProblems(), Advertised: []PlanPath{}}
 	if _, ok := s.Inputs.Nodes.Get(node); !ok {
 		p.Problems = append(p.Problems, state.Problem{Object: "node/" + node, Reason: "no Node of this name in the input: nothing to plan for"})
 	}
@@ -76,6 +88,14 @@ func PlanFrom(node string, opts state.Options, acts []state.Action) Plan {
 		}
 		return true
 	})
+	for _, a := range s.Dump().Advertised { // by PrefixKey: prefix order
+		pp := PlanPath{Prefix: a.Prefix.String(), NextHop: addrText(a.NextHop),
+			Communities: append([]string{}, a.Communities...), Origins: append([]string{}, a.Origins...), To: []string{}}
+		for _, to := range a.To {
+			pp.To = append(pp.To, to.String())
+		}
+		p.Advertised = append(p.Advertised, pp)
+	}
 	return p
 }
 

@@ -47,6 +47,9 @@ func startStatusAgent(t *testing.T) string {
 		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{{Name: "node-a", IPv4Address: "127.0.0.1/8"}}},
 		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: []state.BGPConfiguration{{Name: "default", NodeToNodeMeshEnabled: new(bool)}}},
 		state.SourceSynced{Kind: state.KindBGPFilter},
+		state.SourceSynced{Kind: state.KindBlockAffinity},
+		state.SourceSynced{Kind: state.KindIPPool},
+		state.SourceSynced{Kind: state.KindPod},
 		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{{Name: "tor", PeerIP: "127.0.0.10", ASNumber: 65010}}},
 	} {
 		loop.Dispatch(a)

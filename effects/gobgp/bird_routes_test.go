@@ -14,10 +14,11 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// Routes at a BIRD peer. The agent does not originate paths yet, so these
-// tests put one in the speaker's RIB themselves (announce), with the
-// speaker's own address as next hop; what is under test is what the
-// executor and GoBGP v4 do with it: export policy changes and restarts.
+// Routes at a BIRD peer. These tests put a path in the speaker's RIB
+// themselves (announce), with the speaker's own address as next hop; what
+// is under test is what the executor and GoBGP v4 do with it: export
+// policy changes and restarts. bird_paths_test.go has the agent originate
+// its own block.
 
 const exportedPrefix = "10.99.1.0/26"
 

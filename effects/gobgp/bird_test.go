@@ -245,6 +245,8 @@ func (r *birdRig) inputs(md5 bool) []state.Action {
 		}},
 		state.SourceSynced{Kind: state.KindBGPFilter},
 		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{peer}},
+		state.SourceSynced{Kind: state.KindIPPool}, state.SourceSynced{Kind: state.KindBlockAffinity},
+		state.SourceSynced{Kind: state.KindPod},
 	}
 }
 

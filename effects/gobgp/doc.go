@@ -9,8 +9,10 @@
 //     generation exactly one state.PeerApplied or state.PeerApplyFailed
 //     (a neighbor's remaining effects stop at its first error; the other
 //     neighbors go on), and for each server effect one state.ServerApplied
-//     or state.ServerApplyFailed. Route and secret-watch effects are not
-//     the speaker's and are ignored.
+//     or state.ServerApplyFailed. AddPath, DeletePath, SetAdd, SetDel and
+//     ResetOut run in the order given and report nothing yet (a failure is
+//     logged). Route and secret-watch effects are not the speaker's and are
+//     ignored.
 //   - Everything is idempotent: deleting what is absent succeeds, adding an
 //     existing peer updates it, and applying the same effects again makes
 //     no call that changes the speaker (GoBGP's UpdatePeer of an identical
@@ -31,7 +33,10 @@
 //     NOTIFICATION to graceful-restart peers, which keep our routes.
 //   - Each neighbor's policy is its own: a neighbor set, prefix sets and
 //     import/export policies named after its address, created before the
-//     peer and removed after it. See policy.go for the mapping of Calico's
+//     peer and removed after it. Its Calico export statements reference the
+//     shared per-family prefix sets (paths.go), created empty at every
+//     start, changed in place, never deleted while the speaker runs
+//     (docs/routes.md §8.3 rule 12). See policy.go for the mapping of Calico's
 //     operators and why the policies are assigned to GoBGP's global table.
 //   - WatchSessions turns GoBGP's peer events into state.SessionStateChanged
 //     with the lower-case state name, the down reason (the executor's own

@@ -106,24 +106,31 @@ func (e *Executor) Close() error {
 // neighbor address and generation, one PeerApplied or PeerApplyFailed, and
 // for each server effect one ServerApplied or ServerApplyFailed. A
 // neighbor's effects stop at its first error; the other neighbors go on.
-// VPP route and secret-watch effects are not the speaker's and are ignored.
+// Path, set and reset-out effects run in Diff's order and report nothing
+// (a failure is logged). VPP route and secret-watch effects are not the
+// speaker's and are ignored.
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []state.Action
 	for _, b := range batches(effs) {
-		if b.server != nil {
+		switch {
+		case b.path != nil:
+			e.runPath(ctx, b.path)
+		case b.server != nil:
 			out = append(out, e.runServer(ctx, b.server))
-		} else {
+		default:
 			out = append(out, e.runNeighbor(ctx, b))
 		}
 	}
 	return out
 }
 
-// batch is one server effect, or every effect of one neighbor generation.
+// batch is one server effect, one path effect, or every effect of one
+// neighbor generation.
 type batch struct {
 	server effects.Effect
+	path   effects.Effect
 	addr   netip.Addr
 	gen    uint64
 	effs   []effects.Effect
@@ -143,6 +150,9 @@ func batches(effs []effects.Effect) []*batch {
 		switch eff.(type) {
 		case effects.StartServer, effects.RestartServer, effects.StopServer:
 			out = append(out, &batch{server: eff})
+			continue
+		case effects.AddPath, effects.DeletePath, effects.SetAdd, effects.SetDel, effects.ResetOut:
+			out = append(out, &batch{path: eff})
 			continue
 		case effects.AddPeer, effects.UpdatePeer, effects.DeletePeer, effects.SetPolicy, effects.DeletePolicy:
 		default:

@@ -58,7 +58,8 @@ func (ag *agent) session(addr string) state.Session {
 // TestMeshViaReducer: two nodes' agents, each with its own State, reducer,
 // Diff and executor, form Calico's node-to-node mesh over MD5 (the mesh
 // password arriving after the neighbor, which waits for it), and each
-// State ends with its neighbor's phase established.
+// State ends with its neighbor's phase established and each speaker
+// holding both nodes' blocks.
 func TestMeshViaReducer(t *testing.T) {
 	requireLoopback(t, "127.0.0.2")
 	a, b := newSpeaker(t, "127.0.0.1"), newSpeaker(t, "127.0.0.2")
@@ -73,6 +74,13 @@ func TestMeshViaReducer(t *testing.T) {
 		}},
 		state.SourceSynced{Kind: state.KindBGPPeer},
 		state.SourceSynced{Kind: state.KindBGPFilter},
+		state.SourceSynced{Kind: state.KindIPPool, Pools: []state.IPPool{{Name: "default-pool", CIDR: "10.244.0.0/16"}}},
+		// each agent keeps its own node's affinity (docs/routes.md §8.1)
+		state.SourceSynced{Kind: state.KindBlockAffinity, Affinities: []state.BlockAffinity{
+			{Name: "a-block", Node: "node-a", CIDR: "10.244.1.0/26", State: "confirmed"},
+			{Name: "b-block", Node: "node-b", CIDR: "10.244.2.0/26", State: "confirmed"},
+		}},
+		state.SourceSynced{Kind: state.KindPod},
 		state.SecretUpserted{Secret: state.Secret{Name: "bgp-mesh", Data: map[string]state.Password{"password": state.NewPassword("mesh-md5-key")}}},
 	}
 	agents := []*agent{newAgent(t, "node-a", a), newAgent(t, "node-b", b)}
@@ -94,4 +102,8 @@ func TestMeshViaReducer(t *testing.T) {
 	if got := fmt.Sprint(agents[0].session("127.0.0.2").Applied.Passive); got != "true" {
 		t.Errorf("node-a should be passive toward the higher address, got %s", got)
 	}
+	// Each advertises its own block and learns the other's (docs/routes.md
+	// §8.1, §8.3 rule 4).
+	waitRIB(t, a, "10.244.1.0/26", "10.244.2.0/26")
+	waitRIB(t, b, "10.244.1.0/26", "10.244.2.0/26")
 }

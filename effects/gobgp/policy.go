@@ -68,6 +68,9 @@ func objectsFor(a netip.Addr, p state.Policy) (policyObjects, error) {
 		}
 		exp = append([]*api.Statement{nh}, exp...)
 	}
+	if p.CalicoExport {
+		exp = append(exp, b.calicoExport(base+"-export-calico")...)
+	}
 	out.prefixes = b.prefixes
 	for _, d := range []directedPolicy{
 		{api.PolicyDirection_POLICY_DIRECTION_IMPORT, &api.Policy{Name: base + "-import", Statements: imp}},

@@ -46,6 +46,10 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server) error {
 		e.stopGRPC(bgp)
 		return err
 	}
+	if err := addSharedSets(ctx, bgp); err != nil {
+		_ = bgp.StopBgp(context.Background(), &api.StopBgpRequest{})
+		return err
+	}
 	s := srv
 	e.bgp, e.running = bgp, &s
 	e.policies = map[netip.Addr]installed{}

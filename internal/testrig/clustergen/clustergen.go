@@ -184,7 +184,8 @@ func (c *Cluster) Objects() reducer.Objects {
 }
 
 // Actions are one SourceSynced per kind, in the order of the file source:
-// nodes, configurations, filters, secrets, then peers.
+// nodes, configurations, filters, secrets, peers, then the (empty)
+// advertising kinds.
 func (c *Cluster) Actions() []state.Action {
 	return []state.Action{
 		state.SourceSynced{Kind: state.KindNode, Nodes: c.Nodes},
@@ -192,5 +193,7 @@ func (c *Cluster) Actions() []state.Action {
 		state.SourceSynced{Kind: state.KindBGPFilter, Filters: c.Filters},
 		state.SourceSynced{Kind: state.KindSecret, Secrets: c.Secrets},
 		state.SourceSynced{Kind: state.KindBGPPeer, Peers: c.Peers},
+		state.SourceSynced{Kind: state.KindIPPool}, state.SourceSynced{Kind: state.KindBlockAffinity},
+		state.SourceSynced{Kind: state.KindPod},
 	}
 }

@@ -1,0 +1,192 @@
+package gobgp
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"github.com/osrg/gobgp/v4/pkg/server"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/state"
+)
+
+// sharedSets are the per-family prefix sets every neighbor's Calico export
+// statements reference (docs/routes.md §8.3 rule 12).
+var sharedSets = []string{
+	state.SetOwn + "v4", state.SetOwn + "v6", state.SetNoBGP + "v4", state.SetNoBGP + "v6",
+	state.SetPools + "v4", state.SetPools + "v6",
+}
+
+// addSharedSets creates the shared sets empty on a started speaker, before
+// any neighbor's policy can name them; they are never deleted while it
+// runs, so deleting a neighbor never fails on "in use".
+func addSharedSets(ctx context.Context, s *server.BgpServer) error {
+	for _, name := range sharedSets {
+		err := s.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{
+			DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX, Name: name}})
+		if err != nil {
+			return fmt.Errorf("create prefix set %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// applyPath carries out one path, set or reset-out effect. Each is
+// idempotent: AddPath of a prefix replaces its path, deleting what is
+// absent and adding a member twice change nothing.
+func (e *Executor) applyPath(ctx context.Context, eff effects.Effect) error {
+	if err := e.requireRunning(); err != nil {
+		return err
+	}
+	switch x := eff.(type) {
+	case effects.AddPath:
+		p, err := pathFor(x.Path)
+		if err != nil {
+			return err
+		}
+		_, err = e.bgp.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{p}})
+		return err
+	case effects.DeletePath:
+		p, err := withdrawalFor(x.Prefix)
+		if err != nil {
+			return err
+		}
+		return e.bgp.DeletePath(apiutil.DeletePathRequest{Paths: []*apiutil.Path{p}})
+	case effects.SetAdd:
+		return e.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: memberSet(x.Member), Replace: false})
+	case effects.SetDel:
+		return ignoreAbsent(e.bgp.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: memberSet(x.Member), All: false}))
+	case effects.ResetOut:
+		if _, ok := e.peers[x.Addr]; !ok {
+			return nil // not configured: it will get the whole table when it is
+		}
+		return ignoreAbsent(e.bgp.ResetPeer(ctx, &api.ResetPeerRequest{
+			Address: x.Addr.String(), Soft: true, Direction: api.ResetPeerRequest_DIRECTION_OUT}))
+	}
+	return fmt.Errorf("not a path effect: %s", eff)
+}
+
+func memberSet(m state.SetMember) *api.DefinedSet {
+	return &api.DefinedSet{DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX, Name: m.Set,
+		Prefixes: []*api.Prefix{{IpPrefix: m.Prefix.String(), MaskLengthMin: uint32(m.Min), MaskLengthMax: uint32(m.Max)}}}
+}
+
+// pathFor is an own path as GoBGP originates it (docs/routes.md §8.2):
+// ORIGIN IGP, the next hop (IPv4: NEXT_HOP; IPv6: MP_REACH_NLRI with that
+// one next hop), standard and large communities; no MED, LOCAL_PREF or
+// AS_PATH of ours.
+func pathFor(p *state.Path) (*apiutil.Path, error) {
+	nlri, err := bgp.NewIPAddrPrefix(p.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("nlri %s: %w", p.Prefix, err)
+	}
+	fam := bgp.RF_IPv4_UC
+	attrs := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP)}
+	if p.Prefix.Addr().Is4() {
+		nh, err := bgp.NewPathAttributeNextHop(p.NextHop)
+		if err != nil {
+			return nil, fmt.Errorf("next hop %s: %w", p.NextHop, err)
+		}
+		attrs = append(attrs, nh)
+	} else {
+		fam = bgp.RF_IPv6_UC
+		mp, err := bgp.NewPathAttributeMpReachNLRI(fam, []bgp.PathNLRI{{NLRI: nlri}}, p.NextHop)
+		if err != nil {
+			return nil, fmt.Errorf("next hop %s: %w", p.NextHop, err)
+		}
+		attrs = append(attrs, mp)
+	}
+	std, large, err := communities(p.Communities)
+	if err != nil {
+		return nil, err
+	}
+	if len(std) > 0 {
+		attrs = append(attrs, bgp.NewPathAttributeCommunities(std))
+	}
+	if len(large) > 0 {
+		attrs = append(attrs, bgp.NewPathAttributeLargeCommunities(large))
+	}
+	return &apiutil.Path{Family: fam, Nlri: nlri, Attrs: attrs}, nil
+}
+
+// withdrawalFor names an own path for DeletePath: GoBGP matches the NLRI.
+func withdrawalFor(p netip.Prefix) (*apiutil.Path, error) {
+	nh := netip.IPv4Unspecified()
+	if p.Addr().Is6() {
+		nh = netip.IPv6Unspecified()
+	}
+	return pathFor(&state.Path{Prefix: p, NextHop: nh})
+}
+
+// communities splits normalised "a:b" and "a:b:c" values (docs/routes.md
+// §8.5 rule 2) into GoBGP's standard and large communities.
+func communities(vals []string) (std []uint32, large []*bgp.LargeCommunity, err error) {
+	for _, v := range vals {
+		parts := strings.Split(v, ":")
+		n := make([]uint32, len(parts))
+		for i, s := range parts {
+			x, perr := strconv.ParseUint(s, 10, 32)
+			if perr != nil {
+				return nil, nil, fmt.Errorf("community %q: %w", v, perr)
+			}
+			n[i] = uint32(x)
+		}
+		switch {
+		case len(n) == 2 && n[0] <= 0xffff && n[1] <= 0xffff:
+			std = append(std, n[0]<<16|n[1])
+		case len(n) == 3:
+			large = append(large, bgp.NewLargeCommunity(n[0], n[1], n[2]))
+		default:
+			return nil, nil, fmt.Errorf("community %q is not a:b or a:b:c", v)
+		}
+	}
+	return std, large, nil
+}
+
+// calicoExport are the statements after a neighbor's own export rules
+// (docs/routes.md §8.3 rules 4-10): an own path is accepted; a learned
+// route inside an own block or a disableBGPExport pool is rejected, one
+// inside an export-enabled pool accepted, anything else rejected. The
+// service rules (7-8) and the communities for re-exported routes (3) come
+// with service advertisement.
+func (b *policyBuilder) calicoExport(name string) []*api.Statement {
+	suffix := "v4"
+	if b.family.Afi == api.Family_AFI_IP6 {
+		suffix = "v6"
+	}
+	stmt := func(n string, set string, rt api.Conditions_RouteType, act api.RouteAction) *api.Statement {
+		c := b.conditions()
+		c.RouteType = rt
+		if set != "" {
+			c.PrefixSet = &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: set + suffix}
+		}
+		return &api.Statement{Name: name + "-" + n, Conditions: c, Actions: &api.Actions{RouteAction: act}}
+	}
+	const all = api.Conditions_ROUTE_TYPE_UNSPECIFIED
+	return []*api.Statement{
+		stmt("local", "", api.Conditions_ROUTE_TYPE_LOCAL, api.RouteAction_ROUTE_ACTION_ACCEPT),
+		stmt("own", state.SetOwn, all, api.RouteAction_ROUTE_ACTION_REJECT),
+		stmt("nobgp", state.SetNoBGP, all, api.RouteAction_ROUTE_ACTION_REJECT),
+		stmt("pools", state.SetPools, all, api.RouteAction_ROUTE_ACTION_ACCEPT),
+		stmt("reject", "", all, api.RouteAction_ROUTE_ACTION_REJECT),
+	}
+}
+
+// runPath carries out one path effect in Diff's order (docs/routes.md
+// §10). Its failure is logged; it reports no action yet (per-prefix
+// results are future work, docs/routes.md "Amendment to §1").
+func (e *Executor) runPath(ctx context.Context, eff effects.Effect) {
+	err := ctx.Err()
+	if err == nil {
+		err = e.applyPath(ctx, eff)
+	}
+	if err != nil {
+		e.log.Warn("speaker path effect failed", "effect", eff.String(), "error", e.secrets.scrub(err.Error()))
+	}
+}

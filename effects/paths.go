@@ -1,0 +1,121 @@
+package effects
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
+)
+
+// AddPath is GoBGP AddPath of an own path in the global table
+// (docs/routes.md §8.2): NLRI, ORIGIN IGP, the next hop and communities.
+// Idempotent: a path with the same NLRI replaces the previous one, so an
+// attribute change is one AddPath.
+type AddPath struct{ Path *state.Path }
+
+// DeletePath is GoBGP DeletePath of an own path. Idempotent: an absent
+// path is success.
+type DeletePath struct{ Prefix netip.Prefix }
+
+// SetAdd is GoBGP AddDefinedSet with replace: false, adding one prefix to
+// a shared prefix set in place (docs/routes.md §8.3 rule 12). Idempotent.
+type SetAdd struct{ Member state.SetMember }
+
+// SetDel is GoBGP DeleteDefinedSet with all: false, removing one prefix
+// from a shared prefix set in place. Idempotent.
+type SetDel struct{ Member state.SetMember }
+
+// ResetOut is GoBGP ResetPeer soft, direction out, for one family of a
+// neighbor: it re-sends what the export policy now accepts after a
+// widening (docs/routes.md §8.3 rule 13, §10). Idempotent.
+type ResetOut struct {
+	Addr   netip.Addr
+	Family string
+}
+
+func (e AddPath) String() string {
+	s := fmt.Sprintf("add-path %s nh=%s", e.Path.Prefix, e.Path.NextHop)
+	if len(e.Path.Communities) > 0 {
+		s += " communities=" + strings.Join(e.Path.Communities, ",")
+	}
+	return s
+}
+
+func (e DeletePath) String() string { return "delete-path " + e.Prefix.String() }
+func (e SetAdd) String() string     { return "set-add " + member(e.Member) }
+func (e SetDel) String() string     { return "set-del " + member(e.Member) }
+func (e ResetOut) String() string   { return fmt.Sprintf("reset-out %s %s", e.Addr, e.Family) }
+
+func member(m state.SetMember) string {
+	return fmt.Sprintf("%s %s len %d-%d", m.Set, m.Prefix, m.Min, m.Max)
+}
+
+func (AddPath) Address() netip.Addr    { return netip.Addr{} }
+func (DeletePath) Address() netip.Addr { return netip.Addr{} }
+func (SetAdd) Address() netip.Addr     { return netip.Addr{} }
+func (SetDel) Address() netip.Addr     { return netip.Addr{} }
+func (e ResetOut) Address() netip.Addr { return e.Addr }
+
+func (AddPath) Ref() Ref    { return Ref{Kind: KindAddPath} }
+func (DeletePath) Ref() Ref { return Ref{Kind: KindDeletePath} }
+func (SetAdd) Ref() Ref     { return Ref{Kind: KindSetAdd} }
+func (SetDel) Ref() Ref     { return Ref{Kind: KindSetDel} }
+func (e ResetOut) Ref() Ref { return Ref{Kind: KindResetOut, Addr: e.Addr} }
+
+// pathEffects are the set and path changes between two States
+// (docs/routes.md §10): set additions and add-paths go before the
+// neighbors, delete-paths, set removals and reset-outs after them. With a
+// nil base (a fresh or restarted server) everything is added.
+type pathEffects struct {
+	setAdd, addPath, delPath, setDel []Effect
+	// widened: families whose export-enabled pools set gained a member.
+	widened map[string]bool
+}
+
+func diffPaths(prevPaths, nextPaths *pmap.Map[*state.Path], prevSets, nextSets *pmap.Map[state.SetMember]) pathEffects {
+	var pe pathEffects
+	pmap.Diff(prevSets, nextSets, func(a, b state.SetMember) bool { return a == b },
+		func(_ string, o state.SetMember, had bool, n state.SetMember, has bool) {
+			if had && (!has || o != n) {
+				pe.setDel = append(pe.setDel, SetDel{Member: o})
+			}
+			if has && (!had || o != n) {
+				pe.setAdd = append(pe.setAdd, SetAdd{Member: n})
+				if strings.HasPrefix(n.Set, state.SetPools) && prevSets != nil {
+					if pe.widened == nil {
+						pe.widened = map[string]bool{}
+					}
+					pe.widened[state.PrefixFamily(n.Prefix)] = true
+				}
+			}
+		})
+	pmap.Diff(prevPaths, nextPaths, func(a, b *state.Path) bool { return a.SameAttrs(b) },
+		func(_ string, o *state.Path, had bool, n *state.Path, has bool) {
+			switch {
+			case has && (!had || !o.SameAttrs(n)):
+				pe.addPath = append(pe.addPath, AddPath{Path: n})
+			case had && !has:
+				pe.delPath = append(pe.delPath, DeletePath{Prefix: o.Prefix})
+			}
+		})
+	return pe
+}
+
+// resetOuts: one soft reset out per active neighbor of a widened family.
+func resetOuts(widened map[string]bool, neighbors *pmap.Map[*state.Neighbor]) []Effect {
+	if len(widened) == 0 {
+		return nil
+	}
+	var out []Effect
+	neighbors.Range(func(_ string, n *state.Neighbor) bool {
+		for _, f := range n.Families {
+			if n.Active() && widened[f] {
+				out = append(out, ResetOut{Addr: n.Address, Family: f})
+			}
+		}
+		return true
+	})
+	return out
+}

@@ -1,0 +1,185 @@
+package reducer
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// markPath: the path of prefix p must be derived again before the step ends.
+func (t *tx) markPath(p netip.Prefix) {
+	if t.paths == nil {
+		t.paths = map[string]netip.Prefix{}
+	}
+	t.paths[state.PrefixKey(p)] = p
+}
+
+// markInside marks every prefix with origins inside c (c itself included):
+// one contiguous range of the origins index.
+func (t *tx) markInside(c netip.Prefix) {
+	if t.allPaths {
+		return
+	}
+	t.s.Index.Origins.RangeFrom(state.PrefixKey(c.Masked()), func(_ string, o *state.Origins) bool {
+		if o.Prefix.Addr().Is4() != c.Addr().Is4() || !c.Contains(o.Prefix.Addr()) {
+			return false
+		}
+		if o.Prefix.Bits() >= c.Bits() {
+			t.markPath(o.Prefix)
+		}
+		return true
+	})
+}
+
+// derivePaths re-derives the marked paths, in prefix order.
+func (t *tx) derivePaths() {
+	if t.allPaths {
+		t.allPaths = false
+		t.s.Index.Origins.Range(func(_ string, o *state.Origins) bool { t.markPath(o.Prefix); return true })
+		t.s.Out.Advertised.Range(func(_ string, p *state.Path) bool { t.markPath(p.Prefix); return true })
+	}
+	keys := make([]string, 0, len(t.paths))
+	for k := range t.paths {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.derivePath(k, t.paths[k])
+	}
+	t.paths = nil
+}
+
+// derivePath decides the own path of one prefix (docs/routes.md §8.1,
+// §8.2), the prefix's membership of the own-blocks set (§8.3 rule 12) and
+// the problems of its affinities (§11.1).
+func (t *tx) derivePath(k string, p netip.Prefix) {
+	o, _ := t.s.Index.Origins.Get(k)
+	var own, pods []string
+	if o != nil {
+		own, pods = t.ownAffinities(o), o.Pods
+	}
+	l := t.local()
+	var nh netip.Addr
+	if l != nil {
+		nh = l.Addr(p.Addr().Is6())
+	}
+	pool, noBGP := t.poolOf(p)
+	var origins []string
+	var probs []state.Problem
+	full := uint8(p.Addr().BitLen())
+	t.setMember(state.SetMember{Set: state.SetName(state.SetOwn, p), Prefix: p, Min: uint8(p.Bits()), Max: full}, len(own) > 0)
+	for _, name := range own {
+		obj := affinityObject(name)
+		if pool == nil {
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("block %s is outside every IPPool; advertised", p)})
+		}
+		switch {
+		case !nh.IsValid():
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("node has no %s address; block %s is not advertised", family(p), p)})
+		case !noBGP:
+			origins = append(origins, obj)
+		}
+	}
+	if len(pods) > 0 && nh.IsValid() && pool != nil && !noBGP && !t.insideOwnBlock(p) {
+		for _, pk := range pods {
+			origins = append(origins, podObject(pk))
+		}
+	}
+	t.setProblems(pathBucket(k), probs)
+	old, _ := t.s.Out.Advertised.Get(k)
+	if len(origins) == 0 {
+		if old != nil {
+			t.s.Out.Advertised = t.s.Out.Advertised.Delete(k)
+		}
+		return
+	}
+	n := &state.Path{Prefix: p, NextHop: nh, Communities: t.communitiesOf(p), Origins: origins}
+	if !n.Equal(old) {
+		t.s.Out.Advertised = t.s.Out.Advertised.Set(k, n)
+	}
+}
+
+func family(p netip.Prefix) string {
+	if p.Addr().Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// ownAffinities are the affinities that make o's prefix one of N's blocks.
+func (t *tx) ownAffinities(o *state.Origins) []string {
+	var out []string
+	for _, name := range o.Blocks {
+		if e, ok := t.s.Inputs.Affinities.Get(name); ok && e.Own {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// insideOwnBlock reports whether p is inside (or is) one of N's blocks.
+func (t *tx) insideOwnBlock(p netip.Prefix) bool {
+	for bits := p.Bits(); bits >= 0; bits-- {
+		q := netip.PrefixFrom(p.Addr(), bits).Masked()
+		if o, ok := t.s.Index.Origins.Get(state.PrefixKey(q)); ok && len(t.ownAffinities(o)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// poolOf is the pool of p (the most specific pool containing it; at one
+// CIDR the smallest name), and whether any pool containing p disables BGP
+// export (docs/routes.md §8.1 rule 6): nil, false outside every pool.
+func (t *tx) poolOf(p netip.Prefix) (pool *state.IPPool, noBGP bool) {
+	for bits := p.Bits(); bits >= 0; bits-- {
+		q := netip.PrefixFrom(p.Addr(), bits).Masked()
+		prefix := state.PrefixKey(q) + "/"
+		t.s.Index.PoolsByCIDR.RangeFrom(prefix, func(key, name string) bool {
+			if strings.HasPrefix(key, prefix) {
+				e, _ := t.s.Inputs.Pools.Get(name)
+				if pool == nil {
+					pool = e.Spec
+				}
+				noBGP = noBGP || noExport(e)
+			}
+			return false // the first at a CIDR is its winner
+		})
+	}
+	return pool, noBGP
+}
+
+// communitiesOf: the union of the communities of every prefixAdvertisement
+// whose CIDR contains p, sorted numerically (docs/routes.md §8.5 rule 3).
+func (t *tx) communitiesOf(p netip.Prefix) []string {
+	out := []string{}
+	for _, r := range t.s.Index.Communities {
+		if r.Prefix.Addr().Is4() == p.Addr().Is4() && r.Prefix.Bits() <= p.Bits() && r.Prefix.Contains(p.Addr()) {
+			out = append(out, r.Values...)
+		}
+	}
+	slices.SortFunc(out, compareCommunities)
+	return slices.Compact(out)
+}
+
+// compareCommunities orders standard communities before large ones, each
+// numerically part by part.
+func compareCommunities(a, b string) int {
+	pa, pb := communityParts(a), communityParts(b)
+	if len(pa) != len(pb) {
+		return len(pa) - len(pb)
+	}
+	for i := range pa {
+		switch {
+		case pa[i] < pb[i]:
+			return -1
+		case pa[i] > pb[i]:
+			return 1
+		}
+	}
+	return 0
+}
