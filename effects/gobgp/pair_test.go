@@ -101,8 +101,27 @@ func waitRIB(t *testing.T, sp *speaker, want ...string) {
 	t.Helper()
 	slices.Sort(want)
 	if !pollUntil(establishTimeout, func() bool { return slices.Equal(rib(t, sp), want) }) {
-		t.Fatalf("RIB of %s: want %v, have %v", sp.addr, want, rib(t, sp))
+		t.Fatalf("RIB of %s: want %v, have %v; its adj-in: %v", sp.addr, want, rib(t, sp), tables(sp, api.TableType_TABLE_TYPE_ADJ_IN))
 	}
+}
+
+// tables lists a speaker's per-neighbor table (adj-in or adj-out) of
+// every neighbor, for failure messages.
+func tables(sp *speaker, typ api.TableType) map[string][]string {
+	out := map[string][]string{}
+	bgpSrv := sp.Speaker()
+	if bgpSrv == nil {
+		return out
+	}
+	ns, _ := sp.Neighbors(context.Background())
+	for _, n := range ns {
+		var ps []string
+		_ = bgpSrv.ListPath(apiutil.ListPathRequest{TableType: typ, Name: n.Address.String(), Family: bgp.RF_IPv4_UC, EnableFiltered: true},
+			func(prefix bgp.NLRI, _ []*apiutil.Path) { ps = append(ps, prefix.String()) })
+		slices.Sort(ps)
+		out[n.Address.String()] = ps
+	}
+	return out
 }
 
 // TestPairSessionLifecycle: Established; each neighbor's own policy
@@ -123,8 +142,14 @@ func TestPairSessionLifecycle(t *testing.T) {
 
 	originate(t, p.b, "10.10.1.0/24", "10.20.0.0/16")
 	originate(t, p.a, "192.168.7.0/24", "172.16.1.0/24")
-	waitRIB(t, p.a, "10.20.0.0/16", "172.16.1.0/24", "192.168.7.0/24")
-	waitRIB(t, p.b, "10.10.1.0/24", "10.20.0.0/16", "192.168.7.0/24")
+	if !pollUntil(establishTimeout, func() bool {
+		return slices.Equal(rib(t, p.a), []string{"10.20.0.0/16", "172.16.1.0/24", "192.168.7.0/24"}) &&
+			slices.Equal(rib(t, p.b), []string{"10.10.1.0/24", "10.20.0.0/16", "192.168.7.0/24"})
+	}) {
+		t.Fatalf("after originating: RIB of %s %v, adj-in %v, adj-out %v; RIB of %s %v, adj-in %v, adj-out %v",
+			p.a.addr, rib(t, p.a), tables(p.a, api.TableType_TABLE_TYPE_ADJ_IN), tables(p.a, api.TableType_TABLE_TYPE_ADJ_OUT),
+			p.b.addr, rib(t, p.b), tables(p.b, api.TableType_TABLE_TYPE_ADJ_IN), tables(p.b, api.TableType_TABLE_TYPE_ADJ_OUT))
+	}
 
 	ma, mb := p.a.events.mark(), p.b.events.mark()
 	mustApply(t, p.a.Executor, append(append([]effects.Effect{effects.StartServer{Server: p.a.server(64512)}}, applyA...),
