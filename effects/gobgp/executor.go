@@ -43,6 +43,7 @@ type Executor struct {
 	glog     *slog.Logger // GoBGP's, through scrubHandler
 	level    *slog.LevelVar
 	secrets  *redactor
+	refused  *keyRefusals
 	reasons  *reasonBook
 	sessions sessionHub
 	listen   []string
@@ -65,6 +66,7 @@ func New(opts Options) *Executor {
 		log:      opts.Logger,
 		level:    new(slog.LevelVar),
 		secrets:  newRedactor(),
+		refused:  newKeyRefusals(),
 		reasons:  newReasonBook(),
 		listen:   append([]string(nil), opts.ListenAddresses...),
 		now:      opts.Now,
@@ -81,7 +83,9 @@ func New(opts Options) *Executor {
 	e.sessions.e = e
 	e.level.Set(opts.GoBGPLevel)
 	h := e.log.With("component", "gobgp").Handler()
-	e.glog = slog.New(newScrubHandler(h, e.level, e.secrets))
+	gh := newScrubHandler(h, e.level, e.secrets)
+	gh.refused = e.refused
+	e.glog = slog.New(gh)
 	return e
 }
 
@@ -174,6 +178,7 @@ func (e *Executor) runNeighbor(ctx context.Context, b *batch) state.Action {
 	for _, eff := range b.effs {
 		err := ctx.Err()
 		if err == nil {
+			e.refused.take(b.addr) // a refusal noted before this call is not this call's
 			err = e.apply(ctx, eff)
 		}
 		if err != nil {
@@ -181,8 +186,25 @@ func (e *Executor) runNeighbor(ctx context.Context, b *batch) state.Action {
 			e.log.Warn("speaker effect failed", "effect", eff.String(), "error", msg)
 			return state.PeerApplyFailed{Address: b.addr, Gen: b.gen, Error: msg, At: e.now()}
 		}
+		if why, ok := e.refused.take(b.addr); ok {
+			return e.keyRefused(ctx, b, eff, why)
+		}
 	}
 	return state.PeerApplied{Address: b.addr, Gen: b.gen, At: e.now()}
+}
+
+// keyRefused takes out of the speaker a neighbor whose TCP-MD5 key the
+// kernel refused while eff configured it, so that no session comes up
+// without the key (docs/semantics.md §4), and reports it as refused. The
+// error says which neighbor and what the kernel said, never the key.
+func (e *Executor) keyRefused(ctx context.Context, b *batch, eff effects.Effect, why string) state.Action {
+	msg := describe(eff) + ": the speaker refused its TCP-MD5 key: " + why
+	if err := e.deletePeer(ctx, b.addr); err != nil {
+		msg += "; taking it out failed too: " + err.Error()
+	}
+	msg = e.secrets.scrub(msg)
+	e.log.Error("speaker refused a TCP-MD5 key; neighbor taken out", "neighbor", b.addr.String(), "error", msg)
+	return state.PeerKeyRefused{Address: b.addr, Gen: b.gen, Error: msg, At: e.now()}
 }
 
 func (e *Executor) apply(ctx context.Context, eff effects.Effect) error {
