@@ -119,6 +119,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 			log.Error("source ended", "error", err)
 		}
 	}()
+	go (&watch.Kernel{Log: log}).Run(ctx, loop.Dispatch) // docs/semantics.md §4: MD5 failures, optmem_max
 	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "source", sourceName(f))
 	loop.Run(ctx)
 	log.Info("peeragent stopping")
