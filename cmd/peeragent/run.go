@@ -88,8 +88,9 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	var loop *agent.Loop
 	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: slog.LevelWarn,
-		GracefulShutdown: f.shutdown == "graceful"})
+		GracefulShutdown: f.shutdown == "graceful", Report: func(a state.Action) { loop.Dispatch(a) }})
 	defer speaker.Close()
 	vppExec, err := newVPP(ctx, f.vppSocket, log)
 	if err != nil {
@@ -97,7 +98,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	}
 	defer vppExec.Close()
 	var sched *retry.Scheduler
-	loop := agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: vppExec,
+	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: vppExec,
 		Secrets: src, Log: log, Journal: f.journal,
 		Observer: []func(state.Action){func(a state.Action) { sched.Observe(a) }}})
 	sched = retry.New(loop.Dispatch, nil, nil)

@@ -34,13 +34,18 @@ type Options struct {
 	GracefulShutdown bool
 	// Now is the clock for result and session timestamps (time.Now if nil).
 	Now func() time.Time
+	// Report receives what the executor finds outside Execute: a
+	// ServerApplyFailed when the speaker's listener stops accepting
+	// connections, after the executor stopped that speaker so that the
+	// server retry starts a new one (listener.go). Nil: it is only logged.
+	Report func(state.Action)
 }
 
 // Executor carries out speaker effects on an embedded GoBGP server. It is
 // safe for concurrent use; Execute calls run one at a time.
 type Executor struct {
 	log      *slog.Logger
-	glog     *slog.Logger // GoBGP's, through scrubHandler
+	ghandler slog.Handler // the agent's, under "component=gobgp"
 	level    *slog.LevelVar
 	secrets  *redactor
 	refused  *keyRefusals
@@ -50,8 +55,11 @@ type Executor struct {
 	now      func() time.Time
 	graceful bool
 
+	report func(state.Action)
+
 	mu       sync.Mutex        // guards what follows; held for a whole Execute
 	bgp      *server.BgpServer // the running speaker, nil while stopped
+	epoch    uint64            // bumped at each start, names the running speaker
 	running  *state.Server
 	policies map[netip.Addr]installed
 	peers    map[netip.Addr]reflector // configured peers (see peerops.go)
@@ -81,11 +89,10 @@ func New(opts Options) *Executor {
 		e.now = time.Now
 	}
 	e.sessions.e = e
+	e.report = opts.Report
 	e.level.Set(opts.GoBGPLevel)
 	h := e.log.With("component", "gobgp").Handler()
-	gh := newScrubHandler(h, e.level, e.secrets)
-	gh.refused = e.refused
-	e.glog = slog.New(gh)
+	e.ghandler = h
 	return e
 }
 

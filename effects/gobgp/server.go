@@ -30,7 +30,8 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server) error {
 			return err
 		}
 	}
-	bgp := server.NewBgpServer(server.LoggerOption(e.glog, e.level))
+	e.epoch++
+	bgp := server.NewBgpServer(server.LoggerOption(e.gobgpLogger(e.epoch), e.level))
 	go bgp.Serve()
 	err := bgp.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
 		Asn:             srv.ASN,
