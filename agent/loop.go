@@ -35,6 +35,9 @@ type Loop struct {
 	ready    atomic.Bool // every source synced and the first effects applied
 	now      func() time.Time
 	pendingQ atomic.Int64
+	stuck    time.Duration
+	running  atomic.Int64 // UnixNano when the effects batch running began; 0: none
+	stepping atomic.Int64 // UnixNano when the step running began; 0: none
 }
 
 // LoopConfig wires a Loop.
@@ -47,13 +50,19 @@ type LoopConfig struct {
 	Metrics  *Metrics
 	Journal  int
 	Observer []func(state.Action)
+	// StuckAfter is how long an action may wait for the loop, or an effects
+	// batch may run, before Health calls the loop stuck (1 min if zero).
+	StuckAfter time.Duration
 }
 
 // NewLoop makes a loop starting from cfg.Initial.
 func NewLoop(cfg LoopConfig) *Loop {
 	l := &Loop{box: newMailbox(), journal: NewJournal(cfg.Journal), metrics: cfg.Metrics,
 		log: cfg.Log, speaker: cfg.Speaker, vpp: cfg.VPP, secrets: cfg.Secrets,
-		observe: cfg.Observer, work: make(chan []effects.Effect, 1024), now: time.Now}
+		observe: cfg.Observer, work: make(chan []effects.Effect, 1024), now: time.Now, stuck: cfg.StuckAfter}
+	if l.stuck <= 0 {
+		l.stuck = time.Minute
+	}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -104,6 +113,8 @@ func (l *Loop) Run(ctx context.Context) {
 }
 
 func (l *Loop) step(batch []state.Action) {
+	l.stepping.Store(time.Now().UnixNano())
+	defer l.stepping.Store(0)
 	prev := *l.cur.Load()
 	s := prev
 	t0 := time.Now()
@@ -135,6 +146,7 @@ func (l *Loop) step(batch []state.Action) {
 func (l *Loop) runEffects(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	for effs := range l.work {
+		l.running.Store(time.Now().UnixNano())
 		speaker, vpp, watches := effects.Group(effs)
 		for _, e := range watches {
 			l.secretEffect(e)
@@ -150,6 +162,7 @@ func (l *Loop) runEffects(ctx context.Context, done chan struct{}) {
 				l.log.Debug("effect", "effect", e.String())
 			}
 		}
+		l.running.Store(0)
 		if l.pendingQ.Add(-1) == 0 && l.State().AllSynced() {
 			l.ready.Store(true)
 		}

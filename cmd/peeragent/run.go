@@ -8,9 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -84,6 +82,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
+	raiseOpenFiles(log)
 	src, err := newSource(f, log)
 	if err != nil {
 		return err
@@ -107,8 +106,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv := &http.Server{Handler: agent.Handler(loop), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
+	srv := agent.Serve(ln, agent.Handler(loop)) // timeouts and a connection cap
 	defer srv.Close()
 	go func() {
 		if err := speaker.WatchSessions(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
