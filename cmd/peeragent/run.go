@@ -119,6 +119,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		}
 	}()
 	go (&watch.Kernel{Log: log}).Run(ctx, loop.Dispatch) // docs/semantics.md §4: MD5 failures, optmem_max
+	go vppExec.Run(ctx, loop.Dispatch)
 	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "source", sourceName(f))
 	loop.Run(ctx)
 	log.Info("peeragent stopping")
@@ -136,7 +137,7 @@ func newVPP(ctx context.Context, socket string, log *slog.Logger) (*vpp.Executor
 	if socket == "" {
 		return vpp.Disabled(log), nil
 	}
-	return vpp.Connect(ctx, socket, log)
+	return vpp.Dial(socket, log), nil // Run connects, waiting for VPP and following its restarts
 }
 
 func newSource(f *runFlags, log *slog.Logger) (source, error) {
