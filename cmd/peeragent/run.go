@@ -55,6 +55,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.node == "" {
 		return nil, fmt.Errorf("--node (or $NODENAME) is required")
 	}
+	if f.journal < 1 || f.journal > maxJournal {
+		return nil, fmt.Errorf("--journal-size %d: want 1 to %d", f.journal, maxJournal)
+	}
+	f.listen = dedupe(f.listen)
 	if f.shutdown != "graceful" && f.shutdown != "hard" {
 		return nil, fmt.Errorf("--shutdown %q: want graceful or hard", f.shutdown)
 	}
@@ -83,6 +87,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 
 func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	raiseOpenFiles(log)
+	defer ignoreHangup(log)()
 	src, err := newSource(f, log)
 	if err != nil {
 		return err
@@ -145,7 +150,9 @@ func newSource(f *runFlags, log *slog.Logger) (source, error) {
 		if st, err := os.Stat(f.from); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("--from %s: not a readable directory", f.from)
 		}
-		return watch.NewDir(f.from, log), nil
+		d := watch.NewDir(f.from, log)
+		d.Namespace = f.opts().Namespace // docs/semantics.md §1: Secrets of the agent's namespace only
+		return d, nil
 	}
 	return newKube(f, log)
 }
