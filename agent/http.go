@@ -10,8 +10,8 @@ import (
 // Endpoints lists what the HTTP server serves (also printed by --help).
 const Endpoints = `  GET /state    the live State as JSON (passwords as sha256 fingerprints)
   GET /actions  the journal of the last actions, with sequence numbers and times
-  GET /healthz  200 while the loop runs
-  GET /readyz   200 once every source has synced and the first effects ran
+  GET /healthz  200 while the loop and the effects run and the speaker is up; 503 with why
+  GET /readyz   200 once every source has synced and the first effects ran, while the speaker is up
   GET /metrics  Prometheus metrics (also on --metrics-addr, alone)
   GET /neighbors/ADDRESS  one neighbor: State's view and the speaker's
   GET /fsm      the session lifecycle as a mermaid state diagram`
@@ -28,9 +28,17 @@ func Handler(l *Loop) http.Handler {
 		writeJSON(w, l.Journal().Entries())
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := l.Health(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := speakerDown(l.State()); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		if !l.Ready() {
 			http.Error(w, "not ready: waiting for every source to sync and the first effects to run", http.StatusServiceUnavailable)
 			return

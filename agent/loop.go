@@ -39,6 +39,9 @@ type Loop struct {
 	// inspector is the speaker's own view of its neighbors, when the
 	// speaker executor offers one (metrics, /neighbors/ADDRESS).
 	inspector effects.Inspector
+	stuck     time.Duration
+	running   atomic.Int64 // UnixNano when the effects batch running began; 0: none
+	stepping  atomic.Int64 // UnixNano when the step running began; 0: none
 }
 
 // LoopConfig wires a Loop.
@@ -56,13 +59,20 @@ type LoopConfig struct {
 	// derived from State that need no result, such as the log level
 	// (cmd/peeragent). They must be quick and must not dispatch.
 	Published []func(state.State)
+	// StuckAfter is how long an action may wait for the loop, or an effects
+	// batch may run, before Health calls the loop stuck (1 min if zero).
+	StuckAfter time.Duration
 }
 
 // NewLoop makes a loop starting from cfg.Initial.
 func NewLoop(cfg LoopConfig) *Loop {
 	l := &Loop{box: newMailbox(), journal: NewJournal(cfg.Journal), metrics: cfg.Metrics,
 		log: cfg.Log, speaker: cfg.Speaker, vpp: cfg.VPP, secrets: cfg.Secrets,
-		observe: cfg.Observer, publish: cfg.Published, work: make(chan []effects.Effect, 1024), now: time.Now}
+		observe: cfg.Observer, publish: cfg.Published, work: make(chan []effects.Effect, 1024), now: time.Now,
+		stuck: cfg.StuckAfter}
+	if l.stuck <= 0 {
+		l.stuck = time.Minute
+	}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -118,6 +128,8 @@ func (l *Loop) Run(ctx context.Context) {
 }
 
 func (l *Loop) step(batch []state.Action) {
+	l.stepping.Store(time.Now().UnixNano())
+	defer l.stepping.Store(0)
 	prev := *l.cur.Load()
 	s := prev
 	t0 := time.Now()
@@ -154,6 +166,7 @@ func (l *Loop) step(batch []state.Action) {
 func (l *Loop) runEffects(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	for effs := range l.work {
+		l.running.Store(time.Now().UnixNano())
 		speaker, vpp, watches := effects.Group(effs)
 		for _, e := range watches {
 			l.secretEffect(e)
@@ -169,6 +182,7 @@ func (l *Loop) runEffects(ctx context.Context, done chan struct{}) {
 				l.log.Debug("effect", "effect", e.String())
 			}
 		}
+		l.running.Store(0)
 		if l.pendingQ.Add(-1) == 0 && l.State().AllSynced() {
 			l.ready.Store(true)
 		}

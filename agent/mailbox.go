@@ -2,6 +2,7 @@ package agent
 
 import (
 	"sync"
+	"time"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -13,6 +14,7 @@ import (
 type mailbox struct {
 	mu     sync.Mutex
 	queue  []state.Action
+	since  time.Time // when the oldest queued action arrived (zero: none)
 	signal chan struct{}
 }
 
@@ -21,6 +23,9 @@ func newMailbox() *mailbox { return &mailbox{signal: make(chan struct{}, 1)} }
 // Dispatch queues an action for the loop.
 func (m *mailbox) Dispatch(a state.Action) {
 	m.mu.Lock()
+	if len(m.queue) == 0 {
+		m.since = time.Now()
+	}
 	m.queue = append(m.queue, a)
 	m.mu.Unlock()
 	select {
@@ -34,6 +39,13 @@ func (m *mailbox) take() []state.Action {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q := m.queue
-	m.queue = nil
+	m.queue, m.since = nil, time.Time{}
 	return q
+}
+
+// oldest is when the oldest action still queued arrived (zero: none).
+func (m *mailbox) oldest() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.since
 }

@@ -288,6 +288,19 @@ func TestDaemonSet(t *testing.T) {
 			}
 			return errors.Join(errs...)
 		}},
+		{"raises-optmem-max", func() error {
+			// docs/semantics.md §4: room for the TCP-MD5 keys, raised, never lowered.
+			if len(pod.InitContainers) != 1 {
+				return fmt.Errorf("%d init containers, want the one raising net.core.optmem_max", len(pod.InitContainers))
+			}
+			ic := pod.InitContainers[0]
+			script := strings.Join(ic.Command, " ")
+			if !strings.Contains(script, "/proc/sys/net/core/optmem_max") || !strings.Contains(script, "-lt") ||
+				ic.SecurityContext == nil || ic.SecurityContext.Privileged == nil || !*ic.SecurityContext.Privileged {
+				return fmt.Errorf("init container %s: %q, privileged %v; want a privileged raise of optmem_max", ic.Name, script, ic.SecurityContext)
+			}
+			return nil
+		}},
 		{"tolerates-every-taint", func() error {
 			if !slices.ContainsFunc(pod.Tolerations, func(tol corev1.Toleration) bool {
 				return tol.Key == "" && tol.Operator == corev1.TolerationOpExists && tol.Effect == ""

@@ -58,7 +58,11 @@ type PlanNeighbor struct {
 // MakePlan computes, without applying anything, what a fresh agent on
 // node would configure from the manifests in dir.
 func MakePlan(dir, node string, opts state.Options) Plan {
-	objs, probs := watch.LoadDir(dir)
+	ns := opts.Namespace
+	if ns == "" {
+		ns = state.DefaultNamespace
+	}
+	objs, probs := watch.LoadDirIn(dir, ns) // docs/semantics.md §1: the agent's namespace only
 	var acts []state.Action
 	if len(probs) > 0 {
 		acts = append(acts, state.InputProblemsReported{Source: "file/" + dir, Problems: probs})

@@ -8,10 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"slices"
-	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -70,6 +68,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if !slices.Contains([]string{"", "vpp", "linux", "none"}, f.dataplane) {
 		return nil, fmt.Errorf("--dataplane %q: want vpp, linux or none", f.dataplane)
 	}
+	if f.journal < 1 || f.journal > maxJournal {
+		return nil, fmt.Errorf("--journal-size %d: want 1 to %d", f.journal, maxJournal)
+	}
+	f.listen = dedupe(f.listen)
 	if f.shutdown != "graceful" && f.shutdown != "hard" {
 		return nil, fmt.Errorf("--shutdown %q: want graceful or hard", f.shutdown)
 	}
@@ -93,12 +95,15 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
+	raiseOpenFiles(log)
+	defer ignoreHangup(log)()
 	src, err := newSource(f, log)
 	if err != nil {
 		return err
 	}
+	var loop *agent.Loop
 	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: gobgpLevel(f.flagLevel()),
-		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI})
+		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI, Report: func(a state.Action) { loop.Dispatch(a) }})
 	follow := newLevelFollower(f.flagLevel(), f.level, speaker.SetGoBGPLevel, log)
 	defer speaker.Close()
 	dpExec, dp, closeDP, err := newDataplane(ctx, f.dataplane, f.vppSocket, log)
@@ -107,7 +112,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	}
 	defer closeDP()
 	var sched *retry.Scheduler
-	loop := agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: dpExec,
+	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: dpExec,
 		Secrets: src, Log: log, Journal: f.journal,
 		Observer:  []func(state.Action){func(a state.Action) { sched.Observe(a) }},
 		Published: []func(state.State){follow.observe}})
@@ -118,8 +123,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv := &http.Server{Handler: agent.Handler(loop), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
+	srv := agent.Serve(ln, agent.Handler(loop)) // timeouts and a connection cap
 	defer srv.Close()
 	metricsAddr, err := serveMetrics(ctx, f.metricsAddr, loop, log)
 	if err != nil {
@@ -135,6 +139,12 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 			log.Error("source ended", "error", err)
 		}
 	}()
+	go (&watch.Kernel{Log: log}).Run(ctx, loop.Dispatch) // docs/semantics.md §4: MD5 failures, optmem_max
+	if v, ok := dpExec.(interface {
+		Run(context.Context, func(state.Action)) error
+	}); ok {
+		go v.Run(ctx, loop.Dispatch) // a Dial-made VPP executor: connects, follows VPP's restarts
+	}
 	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "metrics", metricsAddr, "source", sourceName(f))
 	loop.Run(ctx)
 	log.Info("peeragent stopping")
@@ -167,10 +177,7 @@ func newDataplane(ctx context.Context, name, socket string, log *slog.Logger) (e
 		if socket == "" {
 			return nil, nil, nil, fmt.Errorf("--dataplane vpp needs --vpp-socket")
 		}
-		e, err := vpp.Connect(ctx, socket, log)
-		if err != nil {
-			return nil, nil, nil, err
-		}
+		e := vpp.Dial(socket, log) // Run connects, waiting for VPP and following its restarts
 		return e, e, e.Close, nil
 	}
 	return nil, nil, nil, fmt.Errorf("--dataplane %q: want vpp, linux or none", name)
@@ -181,7 +188,9 @@ func newSource(f *runFlags, log *slog.Logger) (source, error) {
 		if st, err := os.Stat(f.from); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("--from %s: not a readable directory", f.from)
 		}
-		return watch.NewDir(f.from, log), nil
+		d := watch.NewDir(f.from, log)
+		d.Namespace = f.opts().Namespace // docs/semantics.md §1: Secrets of the agent's namespace only
+		return d, nil
 	}
 	return newKube(f, log)
 }

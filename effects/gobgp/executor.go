@@ -38,15 +38,21 @@ type Options struct {
 	// CLI of the same release speaks) on it while the speaker runs; see
 	// grpcapi.go. Empty: no API.
 	GRPCAddress string
+	// Report receives what the executor finds outside Execute: a
+	// ServerApplyFailed when the speaker's listener stops accepting
+	// connections, after the executor stopped that speaker so that the
+	// server retry starts a new one (listener.go). Nil: it is only logged.
+	Report func(state.Action)
 }
 
 // Executor carries out speaker effects on an embedded GoBGP server. It is
 // safe for concurrent use; Execute calls run one at a time.
 type Executor struct {
 	log      *slog.Logger
-	glog     *slog.Logger // GoBGP's, through scrubHandler
+	ghandler slog.Handler // the agent's, under "component=gobgp"
 	level    *slog.LevelVar
 	secrets  *redactor
+	refused  *keyRefusals
 	reasons  *reasonBook
 	sessions sessionHub
 	listen   []string
@@ -54,8 +60,11 @@ type Executor struct {
 	graceful bool
 	grpc     string // Options.GRPCAddress
 
+	report func(state.Action)
+
 	mu       sync.Mutex        // guards what follows; held for a whole Execute
 	bgp      *server.BgpServer // the running speaker, nil while stopped
+	epoch    uint64            // bumped at each start, names the running speaker
 	running  *state.Server
 	policies map[netip.Addr]installed
 	peers    map[netip.Addr]reflector // configured peers (see peerops.go)
@@ -70,6 +79,7 @@ func New(opts Options) *Executor {
 		log:      opts.Logger,
 		level:    new(slog.LevelVar),
 		secrets:  newRedactor(),
+		refused:  newKeyRefusals(),
 		reasons:  newReasonBook(),
 		listen:   append([]string(nil), opts.ListenAddresses...),
 		now:      opts.Now,
@@ -85,9 +95,10 @@ func New(opts Options) *Executor {
 		e.now = time.Now
 	}
 	e.sessions.e = e
+	e.report = opts.Report
 	e.level.Set(opts.GoBGPLevel)
 	h := e.log.With("component", "gobgp").Handler()
-	e.glog = slog.New(newScrubHandler(h, e.level, e.secrets))
+	e.ghandler = h
 	return e
 }
 
@@ -190,6 +201,7 @@ func (e *Executor) runNeighbor(ctx context.Context, b *batch) state.Action {
 	for _, eff := range b.effs {
 		err := ctx.Err()
 		if err == nil {
+			e.refused.take(b.addr) // a refusal noted before this call is not this call's
 			err = e.apply(ctx, eff)
 		}
 		if err != nil {
@@ -197,8 +209,25 @@ func (e *Executor) runNeighbor(ctx context.Context, b *batch) state.Action {
 			e.log.Warn("speaker effect failed", "effect", eff.String(), "error", msg)
 			return state.PeerApplyFailed{Address: b.addr, Gen: b.gen, Error: msg, At: e.now()}
 		}
+		if why, ok := e.refused.take(b.addr); ok {
+			return e.keyRefused(ctx, b, eff, why)
+		}
 	}
 	return state.PeerApplied{Address: b.addr, Gen: b.gen, At: e.now()}
+}
+
+// keyRefused takes out of the speaker a neighbor whose TCP-MD5 key the
+// kernel refused while eff configured it, so that no session comes up
+// without the key (docs/semantics.md §4), and reports it as refused. The
+// error says which neighbor and what the kernel said, never the key.
+func (e *Executor) keyRefused(ctx context.Context, b *batch, eff effects.Effect, why string) state.Action {
+	msg := describe(eff) + ": the speaker refused its TCP-MD5 key: " + why
+	if err := e.deletePeer(ctx, b.addr); err != nil {
+		msg += "; taking it out failed too: " + err.Error()
+	}
+	msg = e.secrets.scrub(msg)
+	e.log.Error("speaker refused a TCP-MD5 key; neighbor taken out", "neighbor", b.addr.String(), "error", msg)
+	return state.PeerKeyRefused{Address: b.addr, Gen: b.gen, Error: msg, At: e.now()}
 }
 
 func (e *Executor) apply(ctx context.Context, eff effects.Effect) error {

@@ -18,7 +18,7 @@ import (
 // through the API behind the executor's back (adding a peer or a policy)
 // breaks the executor's records: it is for reading, as `gobgp neighbor`.
 func (e *Executor) serverOptions() []server.ServerOption {
-	opts := []server.ServerOption{server.LoggerOption(e.glog, e.level)}
+	opts := []server.ServerOption{server.LoggerOption(e.gobgpLogger(e.epoch), e.level)}
 	if e.grpc != "" {
 		opts = append(opts, server.GrpcListenAddress(e.grpc))
 	}

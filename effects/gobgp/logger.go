@@ -14,11 +14,17 @@ import (
 // executor handed to GoBGP scrubbed from the message and from every
 // attribute, and attributes named like a password dropped to
 // "[redacted]". Records below level are dropped before GoBGP builds their
-// attributes: GoBGP guards its costly debug lines with Enabled.
+// attributes: GoBGP guards its costly debug lines with Enabled. Warnings
+// are always taken, whatever the level, when refused or acceptFailed is
+// set, for them to see GoBGP's refusal of a TCP-MD5 key (keyrefusal.go)
+// and the end of its accept loop (listener.go).
 type scrubHandler struct {
 	next    slog.Handler
 	level   *slog.LevelVar
 	secrets *redactor
+	refused *keyRefusals // nil: no one is told
+	// acceptFailed, if set, is told GoBGP's accept loop ended (listener.go).
+	acceptFailed func(why string)
 }
 
 func newScrubHandler(next slog.Handler, level *slog.LevelVar, secrets *redactor) *scrubHandler {
@@ -26,10 +32,23 @@ func newScrubHandler(next slog.Handler, level *slog.LevelVar, secrets *redactor)
 }
 
 func (h *scrubHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.passes(ctx, l) || (h.refused != nil || h.acceptFailed != nil) && l >= slog.LevelWarn
+}
+
+func (h *scrubHandler) passes(ctx context.Context, l slog.Level) bool {
 	return l >= h.level.Level() && h.next.Enabled(ctx, l)
 }
 
 func (h *scrubHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.refused != nil {
+		h.refused.observe(r, h.secrets.scrub)
+	}
+	if h.acceptFailed != nil && r.Message == gobgpAcceptFailed {
+		h.acceptFailed(h.secrets.scrub(attrText(r, "Error")))
+	}
+	if !h.passes(ctx, r.Level) {
+		return nil
+	}
 	out := slog.NewRecord(r.Time, r.Level, h.secrets.scrub(r.Message), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.attr(a))
@@ -43,11 +62,11 @@ func (h *scrubHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	for i, a := range as {
 		clean[i] = h.attr(a)
 	}
-	return &scrubHandler{next: h.next.WithAttrs(clean), level: h.level, secrets: h.secrets}
+	return &scrubHandler{next: h.next.WithAttrs(clean), level: h.level, secrets: h.secrets, refused: h.refused, acceptFailed: h.acceptFailed}
 }
 
 func (h *scrubHandler) WithGroup(name string) slog.Handler {
-	return &scrubHandler{next: h.next.WithGroup(name), level: h.level, secrets: h.secrets}
+	return &scrubHandler{next: h.next.WithGroup(name), level: h.level, secrets: h.secrets, refused: h.refused, acceptFailed: h.acceptFailed}
 }
 
 // attr scrubs one attribute, groups included. Every value is turned into

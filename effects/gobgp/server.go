@@ -30,6 +30,7 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server) error {
 			return err
 		}
 	}
+	e.epoch++
 	bgp := server.NewBgpServer(e.serverOptions()...)
 	go bgp.Serve()
 	err := bgp.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{

@@ -91,10 +91,12 @@ func ready(ctx context.Context, conn *core.Connection, target string, logger *sl
 	if tableErr != nil {
 		e.log.Warn("VPP lacks the FIB source and v2 route messages: the route table cannot be installed",
 			"socket", target, "error", tableErr)
-	} else if e.source, err = registerSource(ctx, conn); err != nil {
+	} else if src, err := registerSource(ctx, conn); err != nil {
 		conn.Disconnect()
 		return nil, fmt.Errorf("VPP at %s: register FIB source %s: %w", target, SourceName, err)
+	} else {
+		e.source.Store(uint32(src))
 	}
-	e.log.Info("connected to VPP", "socket", target, "fibSource", e.source)
+	e.log.Info("connected to VPP", "socket", target, "fibSource", e.source.Load())
 	return e, nil
 }

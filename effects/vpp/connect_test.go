@@ -131,8 +131,8 @@ func TestConnectRegistersSource(t *testing.T) {
 			if diff := cmp.Diff(tt.want, f.requestsSent()); diff != "" {
 				t.Errorf("messages (-want +got):\n%s", diff)
 			}
-			if exec.source != tt.wantID {
-				t.Errorf("source id %d, want %d", exec.source, tt.wantID)
+			if got := uint8(exec.source.Load()); got != tt.wantID {
+				t.Errorf("source id %d, want %d", got, tt.wantID)
 			}
 		})
 	}

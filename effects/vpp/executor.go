@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.fd.io/govpp/api"
@@ -23,11 +24,23 @@ const callTimeout = 5 * time.Second
 // Executor applies route effects to one VPP. The zero value is not
 // usable; build it with Connect, New or Disabled. Safe for concurrent use.
 type Executor struct {
-	conn   api.Connection // nil: no VPP configured, every route is skipped
-	source uint8          // our FIB source's id; 0: none registered (table routes fail)
-	log    *slog.Logger
+	conn api.Connection // nil: no VPP configured, every route is skipped (unless link is set)
+	log  *slog.Logger
+	// source is our FIB source's id (0: none registered, table routes
+	// fail); set at each connection (ready, or the link's Run).
+	source atomic.Uint32
 	close  func() // set when the Executor owns conn
 	once   sync.Once
+
+	// link, set by Dial, keeps the connection across VPP restarts; its
+	// current connection replaces conn (link.go).
+	link *link
+	// exec serializes Execute and the replay after a VPP restart, so that
+	// a replay never re-adds a route an Execute is deleting.
+	exec sync.Mutex
+	// applied is every route VPP was last told to have, by destination,
+	// replayed after a VPP restart (which forgets them all).
+	applied map[netip.Prefix]route
 }
 
 var _ effects.Executor = (*Executor)(nil)
@@ -50,7 +63,31 @@ func Disabled(logger *slog.Logger) *Executor {
 }
 
 // Enabled reports whether routes are really sent to VPP.
-func (e *Executor) Enabled() bool { return e.conn != nil }
+func (e *Executor) Enabled() bool { return e.conn != nil || e.link != nil }
+
+// connection is the connection to send on, nil while a Dial-made
+// Executor is not connected.
+func (e *Executor) connection() api.Connection {
+	if e.link != nil {
+		if c := e.link.cur.Load(); c != nil {
+			return c
+		}
+		return nil
+	}
+	return e.conn
+}
+
+// record keeps what VPP now has for r's destination, for a replay.
+func (e *Executor) record(r route) {
+	if e.applied == nil {
+		e.applied = map[netip.Prefix]route{}
+	}
+	if r.add {
+		e.applied[r.dst] = r
+	} else {
+		delete(e.applied, r.dst)
+	}
+}
 
 // Close disconnects from VPP if Connect made the connection; later calls
 // do nothing. Routes executed after Close fail with govpp's "not connected".
@@ -74,6 +111,8 @@ type key struct {
 // reachableBy routes, then one TableRouteApplied or TableRouteApplyFailed
 // per (prefix, generation) of the route table's entries.
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
+	e.exec.Lock()
+	defer e.exec.Unlock()
 	var dp effects.Dataplane
 	if e.Enabled() {
 		dp = e
@@ -96,6 +135,8 @@ func (e *Executor) executeReachable(ctx context.Context, effs []effects.Effect) 
 		}
 		if err := e.apply(ctx, r); err != nil {
 			failures[k] = append(failures[k], err)
+		} else if e.Enabled() {
+			e.record(r)
 		}
 	}
 	out := make([]state.Action, 0, len(order))
@@ -143,8 +184,12 @@ func (e *Executor) send(ctx context.Context, r route) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	conn := e.connection()
+	if conn == nil {
+		return errNotConnected
+	}
 	reply := &ip.IPRouteAddDelReply{}
-	if err := e.conn.Invoke(ctx, r.message(), reply); err != nil {
+	if err := conn.Invoke(ctx, r.message(), reply); err != nil {
 		return err
 	}
 	switch {

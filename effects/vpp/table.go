@@ -73,7 +73,7 @@ func (e *Executor) ListOwn(ctx context.Context) ([]state.Route, error) {
 func (e *Executor) dump(ctx context.Context, v6 bool) ([]state.Route, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	stream, err := ip.NewServiceClient(e.conn).IPRouteV2Dump(ctx, e.dumpMessage(v6))
+	stream, err := ip.NewServiceClient(e.connection()).IPRouteV2Dump(ctx, e.dumpMessage(v6))
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (e *Executor) ownSource() error {
 	switch {
 	case !e.Enabled():
 		return errors.New("no VPP connected")
-	case e.source == 0:
+	case e.source.Load() == 0:
 		return errNoSource
 	}
 	return nil
@@ -111,7 +111,11 @@ func (e *Executor) invokeV2(ctx context.Context, msg *ip.IPRouteAddDelV2) error 
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	reply := &ip.IPRouteAddDelV2Reply{}
-	if err := e.conn.Invoke(ctx, msg, reply); err != nil {
+	conn := e.connection()
+	if conn == nil {
+		return errNotConnected
+	}
+	if err := conn.Invoke(ctx, msg, reply); err != nil {
 		return err
 	}
 	if reply.Retval != 0 {
@@ -147,18 +151,18 @@ func (e *Executor) replaceMessage(r state.Route) (*ip.IPRouteAddDelV2, error) {
 		paths = append(paths, nextHop(a))
 	}
 	return &ip.IPRouteAddDelV2{IsAdd: true, IsMultipath: false, Route: ip.IPRouteV2{
-		TableID: 0, Prefix: prefix(r.Prefix), NPaths: uint8(len(paths)), Src: e.source, Paths: paths,
+		TableID: 0, Prefix: prefix(r.Prefix), NPaths: uint8(len(paths)), Src: uint8(e.source.Load()), Paths: paths,
 	}}, nil
 }
 
 func (e *Executor) deleteMessage(p netip.Prefix) *ip.IPRouteAddDelV2 {
 	return &ip.IPRouteAddDelV2{IsAdd: false, IsMultipath: false, Route: ip.IPRouteV2{
-		TableID: 0, Prefix: prefix(p.Masked()), Src: e.source,
+		TableID: 0, Prefix: prefix(p.Masked()), Src: uint8(e.source.Load()),
 	}}
 }
 
 func (e *Executor) dumpMessage(v6 bool) *ip.IPRouteV2Dump {
-	return &ip.IPRouteV2Dump{Src: e.source, Table: ip.IPTable{TableID: 0, IsIP6: v6}}
+	return &ip.IPRouteV2Dump{Src: uint8(e.source.Load()), Table: ip.IPTable{TableID: 0, IsIP6: v6}}
 }
 
 func prefix(p netip.Prefix) ip_types.Prefix {

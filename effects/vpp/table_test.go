@@ -22,7 +22,7 @@ const ourSource = 23
 func tableExecutor(t *testing.T, retvals ...int32) (*fakeVPP, *Executor) {
 	f := newFakeVPP(t, retvals...)
 	e := New(f.conn, nil)
-	e.source = ourSource
+	e.source.Store(ourSource)
 	return f, e
 }
 

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/state"
+)
+
+// blockingSpeaker applies like fakeSpeaker, but an Execute waits while
+// hold is set.
+type blockingSpeaker struct {
+	fakeSpeaker
+	mu   sync.Mutex
+	hold chan struct{} // nil: no wait
+}
+
+func (b *blockingSpeaker) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
+	b.mu.Lock()
+	h := b.hold
+	b.mu.Unlock()
+	if h != nil {
+		<-h
+	}
+	return b.fakeSpeaker.Execute(ctx, effs)
+}
+
+func (b *blockingSpeaker) block() func() {
+	h := make(chan struct{})
+	b.mu.Lock()
+	b.hold = h
+	b.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.hold = nil
+			b.mu.Unlock()
+			close(h)
+		})
+	}
+}
+
+// gate blocks the loop in an observer while closed is false.
+type gate struct {
+	mu   sync.Mutex
+	hold chan struct{} // nil: open
+}
+
+func (g *gate) wait() {
+	g.mu.Lock()
+	h := g.hold
+	g.mu.Unlock()
+	if h != nil {
+		<-h
+	}
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.hold == nil {
+		g.hold = make(chan struct{})
+	}
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.hold != nil {
+		close(g.hold)
+		g.hold = nil
+	}
+}
+
+// healthLoop runs a loop with a 50 ms stuck threshold whose observer
+// waits at g.
+func healthLoop(t *testing.T, sp effects.Executor, g *gate) (*Loop, *httptest.Server) {
+	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp,
+		Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger(), StuckAfter: 50 * time.Millisecond,
+		Observer: []func(state.Action){func(state.Action) { g.wait() }}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	srv := httptest.NewServer(Handler(l))
+	t.Cleanup(func() { g.open(); srv.Close(); cancel(); <-done })
+	return l, srv
+}
+
+func waitStatus(t *testing.T, url string, code int, want string) {
+	t.Helper()
+	var got int
+	var body string
+	waitFor(t, url+" "+want, func() bool {
+		got, body = get(t, url)
+		return got == code && strings.Contains(body, want)
+	})
+}
+
+// TestHealthzFailsWhileStuck: /healthz is 503 while the loop cannot take
+// its actions and while an effects batch does not return, and 200 again
+// once they move; the speaker failing to start fails /healthz and
+// /readyz until it starts.
+func TestHealthzFailsWhileStuck(t *testing.T) {
+	sp := &blockingSpeaker{}
+	g := &gate{}
+	l, srv := healthLoop(t, sp, g)
+	for _, a := range labActions() {
+		l.Dispatch(a)
+	}
+	waitFor(t, "ready", l.Ready)
+	waitStatus(t, srv.URL+"/healthz", 200, "ok")
+
+	t.Run("loop-stuck", func(t *testing.T) {
+		g.shut()
+		l.Dispatch(state.SourceSynced{Kind: state.KindBGPFilter}) // the observer holds the loop on it
+		waitStatus(t, srv.URL+"/healthz", 503, "loop stuck: one step has run")
+		l.Dispatch(state.SourceSynced{Kind: state.KindBGPFilter}) // this one waits
+		waitStatus(t, srv.URL+"/healthz", 503, "loop stuck: an action has waited")
+		g.open()
+		waitStatus(t, srv.URL+"/healthz", 200, "ok")
+	})
+	t.Run("effects-stuck", func(t *testing.T) {
+		release := sp.block()
+		t.Cleanup(release)
+		l.Dispatch(state.PeerUpserted{Peer: state.BGPPeer{Name: "tor-2", PeerIP: "10.0.0.10", ASNumber: 65000}})
+		waitStatus(t, srv.URL+"/healthz", 503, "effects stuck")
+		release()
+		waitStatus(t, srv.URL+"/healthz", 200, "ok")
+	})
+	t.Run("speaker-down", func(t *testing.T) {
+		s := l.State().Server
+		l.Dispatch(state.ServerApplyFailed{Server: s, Error: "start server: listen tcp 0.0.0.0:179: address already in use"})
+		waitStatus(t, srv.URL+"/healthz", 503, "speaker down: start server: listen tcp")
+		waitStatus(t, srv.URL+"/readyz", 503, "speaker down")
+		l.Dispatch(state.ServerApplied{Server: s})
+		waitStatus(t, srv.URL+"/healthz", 200, "ok")
+		waitStatus(t, srv.URL+"/readyz", 200, "ready")
+	})
+}
+
+// TestLimitListener: with two connections open, a third Accept waits,
+// and returns once one of the two is closed.
+func TestLimitListener(t *testing.T) {
+	inner, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := LimitListener(inner, 2)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 3)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp4", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	first, second := <-accepted, <-accepted
+	defer second.Close()
+	select {
+	case <-accepted:
+		t.Fatal("a third connection was accepted while two are open")
+	default:
+	}
+	if n := len(ln.(*limitListener).sem); n != 2 {
+		t.Fatalf("%d slots taken, want 2", n)
+	}
+	first.Close()
+	select {
+	case c := <-accepted:
+		c.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the third connection was not accepted after one closed")
+	}
+}
+
+// TestServeBounds: the admin server has read, write and idle timeouts.
+func TestServeBounds(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := Serve(ln, http.NotFoundHandler())
+	defer srv.Close()
+	if srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.ReadHeaderTimeout <= 0 {
+		t.Errorf("timeouts: read %v write %v idle %v header %v", srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout, srv.ReadHeaderTimeout)
+	}
+	if code, _ := get(t, "http://"+ln.Addr().String()+"/x"); code != http.StatusNotFound {
+		t.Errorf("status %d", code)
+	}
+}
