@@ -164,9 +164,9 @@ func (t *tx) sessionState(a state.SessionStateChanged) {
 // baseline): a wrong or missing password at the peer otherwise shows only
 // as "active, attempts 0".
 func (t *tx) md5Failures(a state.MD5FailuresObserved) {
-	prev := t.s.MD5Failures
-	t.s.MD5Failures = a.Count
-	if prev == 0 || a.Count <= prev {
+	prev, baseline := t.s.MD5Failures, t.s.MD5Observed
+	t.s.MD5Failures, t.s.MD5Observed = a.Count, true
+	if !baseline || a.Count <= prev {
 		return
 	}
 	t.s.Out.Sessions.Range(func(k string, x *state.Session) bool {

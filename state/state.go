@@ -62,9 +62,11 @@ type State struct {
 	// while it failed to start: a one-shot request Diff turns into a new
 	// StartServer and the re-adding of every neighbor.
 	ServerRetry uint64 `json:"serverRetry,omitempty"`
-	// MD5Failures is the kernel's TCP-MD5 failure count as last observed;
+	// MD5Failures is the kernel's TCP-MD5 failure count as last observed
+	// (MD5Observed: once observed at all, the baseline, which may be 0);
 	// OptmemMax is net.core.optmem_max (0: not known).
 	MD5Failures uint64  `json:"md5Failures,omitempty"`
+	MD5Observed bool    `json:"md5Observed,omitempty"`
 	OptmemMax   int64   `json:"optmemMax,omitempty"`
 	Inputs      Inputs  `json:"-"`
 	Out         Derived `json:"-"`

@@ -129,21 +129,21 @@ func (p Plan) WriteJSON(w io.Writer) error {
 
 // WriteText prints the plan for people.
 func (p Plan) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "node %s: AS %d, router ID %s\n\nneighbors (%d):\n", p.Node, p.ASN, orNone(p.RouterID), len(p.Neighbors))
+	fmt.Fprintf(w, "node %s: AS %d, router ID %s\n\nneighbors (%d):\n", printable(p.Node), p.ASN, orNone(p.RouterID), len(p.Neighbors))
 	for _, n := range p.Neighbors {
 		pw := ""
 		if n.Password != "" {
 			pw = " password=" + n.Password
 		}
-		fmt.Fprintf(w, "  %-22s AS %-10d port %-5d %-24s passive=%v%s\n", n.Address, n.PeerASN, n.Port, n.Origin, n.Passive, pw)
+		fmt.Fprintf(w, "  %-22s AS %-10d port %-5d %-24s passive=%v%s\n", n.Address, n.PeerASN, n.Port, printable(n.Origin), n.Passive, pw)
 	}
 	fmt.Fprintf(w, "\neffects (%d):\n", len(p.Effects))
 	for _, e := range p.Effects {
-		fmt.Fprintf(w, "  %s\n", withoutGen(e))
+		fmt.Fprintf(w, "  %s\n", printable(withoutGen(e)))
 	}
 	fmt.Fprintf(w, "\nproblems (%d):\n", len(p.Problems))
 	for _, pr := range p.Problems {
-		fmt.Fprintf(w, "  %s: %s\n", pr.Object, pr.Reason)
+		fmt.Fprintf(w, "  %s: %s\n", printable(pr.Object), printable(pr.Reason))
 	}
 }
 

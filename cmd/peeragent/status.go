@@ -58,7 +58,7 @@ func WriteStatus(w io.Writer, d statusDump, now time.Time) {
 	for _, s := range d.Sessions {
 		sessions[s.Address.String()] = s
 	}
-	fmt.Fprintf(w, "node %s: AS %d, router ID %s, listen port %d\n\n", d.Node, d.Server.ASN, addrText(d.Server.RouterID), d.Server.ListenPort)
+	fmt.Fprintf(w, "node %s: AS %d, router ID %s, listen port %d\n\n", printable(d.Node), d.Server.ASN, addrText(d.Server.RouterID), d.Server.ListenPort)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ADDRESS\tAS\tORIGIN\tPHASE\tBGP\tSINCE\tFLAPS\tLAST DOWN\tPASSWORD")
 	for _, n := range d.Neighbors {
@@ -75,12 +75,12 @@ func WriteStatus(w io.Writer, d statusDump, now time.Time) {
 		if n.Waiting != "" {
 			phase = "waiting"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", n.Address, n.PeerASN, n.Origin, phase, bgp, since, flaps, down, orDash(n.Password))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", n.Address, n.PeerASN, printable(n.Origin), phase, bgp, since, flaps, printable(down), orDash(n.Password))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nproblems (%d):\n", len(d.Problems))
 	for _, p := range d.Problems {
-		fmt.Fprintf(w, "  %s: %s\n", p.Object, p.Reason)
+		fmt.Fprintf(w, "  %s: %s\n", printable(p.Object), printable(p.Reason))
 	}
 }
 

@@ -175,13 +175,13 @@ func WriteNeighborDetail(w io.Writer, d neighborDetail, now time.Time) {
 		return now.Sub(t).Round(time.Second).String() + " ago"
 	}
 	if n := d.Neighbor; n != nil {
-		fmt.Fprintf(w, "neighbor %s: AS %d, local AS %d, port %d, origin %s\n", n.Address, n.PeerASN, n.LocalASN, n.Port, n.Origin)
+		fmt.Fprintf(w, "neighbor %s: AS %d, local AS %d, port %d, origin %s\n", n.Address, n.PeerASN, n.LocalASN, n.Port, printable(n.Origin))
 		row("password", "%s", orDash(n.Password))
 		row("passive", "%v", n.Passive)
 		row("families", "%s", orDash(strings.Join(n.Families, ", ")))
-		row("filters", "%s", orDash(strings.Join(n.Filters, ", ")))
+		row("filters", "%s", printable(orDash(strings.Join(n.Filters, ", "))))
 		if n.Waiting != "" {
-			row("waiting for", "%s", n.Waiting)
+			row("waiting for", "%s", printable(n.Waiting))
 		}
 	} else {
 		fmt.Fprintln(w, "neighbor (not in the agent's State; the speaker still has it)")
@@ -189,8 +189,8 @@ func WriteNeighborDetail(w io.Writer, d neighborDetail, now time.Time) {
 	if s := d.Session; s != nil {
 		row("phase", "%s, since %s", s.Phase, ago(s.Since))
 		row("bgp", "%s", orDash(s.BGP))
-		row("flaps", "%d, last down: %s", s.Flaps, orDash(s.LastDownReason))
-		row("attempts", "%d, last error: %s", s.Attempts, orDash(s.LastError))
+		row("flaps", "%d, last down: %s", s.Flaps, printable(orDash(s.LastDownReason)))
+		row("attempts", "%d, last error: %s", s.Attempts, printable(orDash(s.LastError)))
 		if s.Route != "" {
 			row("route", "%s", s.Route)
 		}
@@ -218,7 +218,7 @@ func WriteNeighborDetail(w io.Writer, d neighborDetail, now time.Time) {
 	}
 	fmt.Fprintf(w, "\nproblems (%d):\n", len(d.Problems))
 	for _, p := range d.Problems {
-		fmt.Fprintf(w, "  %s: %s\n", p.Object, p.Reason)
+		fmt.Fprintf(w, "  %s: %s\n", printable(p.Object), printable(p.Reason))
 	}
 }
 
