@@ -14,8 +14,8 @@ import (
 // count (neither withdrawn nor local); the initial snapshot replaces the
 // whole table. An event of another generation is stale (§9.1 rule 3).
 func (t *tx) bestPaths(a state.BestPathsChanged) {
-	if a.Gen == 0 || a.Gen != t.s.Routing.SpeakerGen {
-		return
+	if a.Gen == 0 || a.Gen != t.s.Routing.SpeakerGen || t.s.Server == (state.Server{}) {
+		return // stale, or no speaker runs
 	}
 	in := &t.s.Inputs
 	if a.Init {
@@ -65,7 +65,7 @@ func samePaths(a, b []state.LearnedPath) bool {
 // §9.6 rule 3).
 func (t *tx) endOfRIB(a state.EndOfRIBReceived) {
 	r := &t.s.Routing
-	if a.Gen == 0 || a.Gen != r.SpeakerGen || !a.Neighbor.IsValid() {
+	if a.Gen == 0 || a.Gen != r.SpeakerGen || !a.Neighbor.IsValid() || t.s.Server == (state.Server{}) {
 		return
 	}
 	r.EOR = r.WithEOR(a.Neighbor, a.Family)
