@@ -52,7 +52,9 @@ func Diff(prev, next state.State) []Effect {
 	for _, k := range changedKeys(baseN, next.Out.Neighbors, baseS, next.Out.Sessions) {
 		out = append(out, addrEffects(get(baseN, k), get(next.Out.Neighbors, k), get(baseS, k), get(next.Out.Sessions, k))...)
 	}
-	out = append(append(out, pe.delPath...), pe.setDel...)
+	out = append(out, pe.delPath...)
+	out = append(out, routeEffects(prev, next)...)
+	out = append(out, pe.setDel...)
 	out = append(out, resetOuts(pe.widened, next.Out.Neighbors)...)
 	return append(out, stop...)
 }

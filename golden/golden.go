@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -142,7 +143,10 @@ func Describe(a state.Action) string {
 		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
 	case state.RetryDue:
 		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
-		if !a.Address.IsValid() {
+		switch {
+		case a.Prefix.IsValid():
+			id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
+		case !a.Address.IsValid():
 			id = "server"
 		}
 	case state.RouteApplied:
@@ -155,6 +159,15 @@ func Describe(a state.Action) string {
 		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
 	case state.RoutesListed:
 		id = a.Dataplane
+	case state.BestPathsChanged:
+		id = fmt.Sprintf("gen=%d", a.Gen)
+		if a.Init {
+			id += " init"
+		}
+	case state.EndOfRIBReceived:
+		id = fmt.Sprintf("%s %s gen=%d", a.Neighbor, a.Family, a.Gen)
+	case state.Tick:
+		id = a.At.UTC().Format(time.RFC3339)
 	case state.SessionStateChanged:
 		id = fmt.Sprintf("%s %s", a.Address, a.State)
 	case state.InputProblemsReported:

@@ -57,6 +57,7 @@ func (t *tx) derivePaths() {
 // §8.2), the prefix's membership of the own-blocks set (§8.3 rule 12) and
 // the problems of its affinities (§11.1).
 func (t *tx) derivePath(k string, p netip.Prefix) {
+	t.markRoute(p) // an own block's drop route, a learned route of an own path (docs/routes.md §9.2, §9.3)
 	o, _ := t.s.Index.Origins.Get(k)
 	var own, pods []string
 	if o != nil {

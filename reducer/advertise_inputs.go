@@ -157,6 +157,7 @@ func (t *tx) poolChanged(name string, old, cur *state.PoolEntry) {
 	for _, c := range slices.Compact(cidrs) {
 		t.poolsAt(c)
 		t.markInside(c)
+		t.markRoutesInside(c) // §9.8: the pool's modes decide its learned routes
 	}
 }
 
@@ -228,6 +229,10 @@ func poolProblems(e *state.PoolEntry, winner string) []state.Problem {
 	}
 	if on := func(m string) bool { return m != "" && m != "Never" }; on(p.IPIPMode) && on(p.VXLANMode) {
 		bad("both ipipMode and vxlanMode are enabled; routes in the pool are not installed")
+	}
+	if len(out) == 0 && !flat(p) {
+		// docs/routes.md §9.8 rule 1
+		bad("pool needs ipip/vxlan encapsulation; peeragent installs only unencapsulated routes")
 	}
 	return out
 }

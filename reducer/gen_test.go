@@ -93,6 +93,9 @@ func (g *gen) action(s state.State) state.Action {
 	if g.results && g.chance(30) {
 		return g.result(s)
 	}
+	if g.chance(8) {
+		return g.bestPaths(s)
+	}
 	switch g.c.IntN(26) {
 	case 0, 1, 2:
 		return state.NodeUpserted{Node: g.node(g.nodeName())}
@@ -480,4 +483,28 @@ func (g *gen) result(s state.State) state.Action {
 	}
 	st := g.pick("idle", "connect", "active", "opensent", "openconfirm", "established", "established")
 	return state.SessionStateChanged{Address: addr, State: st, Reason: strings.Repeat("peer reset", g.c.IntN(2)), At: at}
+}
+
+// bestPaths is a best-path event (docs/routes.md §9.1), mostly of the
+// running speaker, some stale; prefixes own, borrowed and outside pools,
+// next hops good, self, link-local, of the other family or none.
+func (g *gen) bestPaths(s state.State) state.Action {
+	a := state.BestPathsChanged{Gen: s.Routing.SpeakerGen, Init: g.chance(10)}
+	if g.chance(10) {
+		a.Gen = s.Routing.SpeakerGen - 1
+	}
+	for range 1 + g.c.IntN(3) {
+		b := state.BestPaths{Prefix: netip.MustParsePrefix(g.pick(
+			"10.244.1.0/26", "10.244.2.0/26", "10.244.1.9/32", "0.0.0.0/0", "fd00:244::/122", "10.0.0.2/32"))}
+		for range g.c.IntN(4) {
+			p := state.LearnedPath{Neighbor: netip.MustParseAddr(g.pick("10.0.0.2", "10.0.0.3", "192.0.2.1")),
+				Withdrawn: g.chance(20), Local: g.chance(10)}
+			for range g.c.IntN(3) {
+				p.NextHops = append(p.NextHops, netip.MustParseAddr(g.pick("10.0.0.2", "10.0.0.3", "10.0.0.1", "fe80::2", "fd00::2", "0.0.0.0", "10.1.0.2")))
+			}
+			b.Paths = append(b.Paths, p)
+		}
+		a.Prefixes = append(a.Prefixes, b)
+	}
+	return a
 }

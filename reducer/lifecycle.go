@@ -150,4 +150,5 @@ func (t *tx) setServer(srv state.Server) {
 		t.restart = true
 	}
 	t.s.Server = srv
+	t.newSpeaker()
 }

@@ -244,14 +244,22 @@ func derived(s state.State, kept map[string]bool) string {
 	d.Problems = slices.DeleteFunc(d.Problems, func(p state.Problem) bool { return kept[p.Object] })
 	var sets []state.SetMember
 	s.Out.Sets.Range(func(_ string, m state.SetMember) bool { sets = append(sets, m); return true })
+	var routes []state.TableRoute
+	s.Out.Routes.Range(func(_ string, r *state.TableRoute) bool {
+		if r.Wanted() || r.NotInstalled != "" {
+			routes = append(routes, state.TableRoute{Prefix: r.Prefix, Drop: r.Drop, Via: r.Via, Origin: r.Origin, NotInstalled: r.NotInstalled})
+		}
+		return true
+	})
 	return toYAML(struct {
+		Routes     []state.TableRoute     `json:"routes"`
 		Server     state.Server           `json:"server"`
 		Watches    []string               `json:"watches"`
 		Neighbors  []*state.Neighbor      `json:"neighbors"`
 		Problems   []state.Problem        `json:"problems"`
 		Advertised []state.AdvertisedPath `json:"advertised"`
 		Sets       []state.SetMember      `json:"sets"`
-	}{d.Server, d.Watches, d.Neighbors, d.Problems, d.Advertised, sets})
+	}{routes, d.Server, d.Watches, d.Neighbors, d.Problems, d.Advertised, sets})
 }
 
 func checkScratch(s state.State, history bool) *failure {
@@ -323,6 +331,9 @@ func fromUpserts(node string, opts state.Options, o Objects) state.State {
 	slices.Reverse(acts)
 	for _, a := range acts {
 		s = Reduce(s, a)
+	}
+	for _, b := range o.Learned {
+		s = Reduce(s, state.BestPathsChanged{Gen: s.Routing.SpeakerGen, Prefixes: []state.BestPaths{b}})
 	}
 	return s
 }

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
 )
 
 // Reduce returns the State that follows s once a has happened. It is pure
 // and total: it reads nothing but its arguments, never fails, never panics
 // on bad input (that becomes a problem in the State) and never modifies s.
 func Reduce(s state.State, a state.Action) state.State {
-	t := &tx{s: s, dirty: map[string]struct{}{}, wasSynced: s.AllSynced()}
+	t := &tx{s: s, dirty: map[string]struct{}{}, wasSynced: s.AllSynced(), wasReady: s.RoutesReady()}
 	switch a := a.(type) {
 	case state.PeerUpserted:
 		t.upsertPeer(&a.Peer)
@@ -50,6 +51,14 @@ func Reduce(s state.State, a state.Action) state.State {
 		t.upsertPod(&a.Pod)
 	case state.PodDeleted:
 		t.deletePod(a.Namespace + "/" + a.Name)
+	case state.BestPathsChanged:
+		t.bestPaths(a)
+	case state.EndOfRIBReceived:
+		t.endOfRIB(a)
+	case state.Tick:
+		t.tick(a)
+	case state.RoutesListed:
+		t.routesListed(a)
 	default:
 		return reduceResult(s, a)
 	}
@@ -74,6 +83,11 @@ type tx struct {
 	// again; allPaths: every one (docs/routes.md §8.1).
 	paths    map[string]netip.Prefix
 	allPaths bool
+	// routes are the prefixes (by PrefixKey) whose route must be derived
+	// again (docs/routes.md §9.2); wasReady: route calls were already made
+	// before this step.
+	routes   map[string]netip.Prefix
+	wasReady bool
 }
 
 func (t *tx) markDirty(key string) { t.dirty[key] = struct{}{} }
@@ -90,12 +104,37 @@ func (t *tx) finish() state.State {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	before := t.s.Out.Neighbors
 	for _, k := range keys {
 		t.resolve(k)
 	}
+	t.neighborRoutes(before, keys)
 	if t.keysChanged && t.s.OptmemMax > 0 {
 		t.checkKeyMemory()
 	}
+	all := t.allPaths
 	t.derivePaths()
+	t.routesDone(all)
 	return t.s
+}
+
+// neighborRoutes marks the learned host routes of the neighbors that
+// changed: a reachableBy route wins over them (docs/routes.md §9.2 rule 7).
+func (t *tx) neighborRoutes(before *pmap.Map[*state.Neighbor], keys []string) {
+	for _, k := range keys {
+		o, _ := before.Get(k)
+		n, _ := t.s.Out.Neighbors.Get(k)
+		if o == n {
+			continue
+		}
+		for _, x := range []*state.Neighbor{o, n} {
+			if x == nil {
+				continue
+			}
+			h := netip.PrefixFrom(x.Address, x.Address.BitLen())
+			if _, ok := t.s.Inputs.Learned.Get(state.PrefixKey(h)); ok {
+				t.markRoute(h)
+			}
+		}
+	}
 }

@@ -11,7 +11,7 @@ import (
 // result names the generation it was computed for; a result for another
 // generation is stale and dropped, leaving the State as it was.
 func reduceResult(s state.State, a state.Action) state.State {
-	t := &tx{s: s, dirty: map[string]struct{}{}}
+	t := &tx{s: s, dirty: map[string]struct{}{}, wasReady: s.RoutesReady()}
 	switch a := a.(type) {
 	case state.PeerApplied:
 		t.at = a.At
@@ -40,9 +40,14 @@ func reduceResult(s state.State, a state.Action) state.State {
 		t.s.OptmemMax = a.OptmemMax
 		t.checkKeyMemory()
 	case state.RetryDue:
+		if a.Prefix.IsValid() {
+			t.routeRetry(a)
+			break
+		}
 		if !a.Address.IsValid() {
 			if _, failed := s.Out.Problems.Get("server"); failed {
 				t.s.ServerRetry++
+				t.newSpeaker()
 			}
 			break
 		}
@@ -69,6 +74,10 @@ func reduceResult(s state.State, a state.Action) state.State {
 			x.Attempts++
 			t.putSession(k, x)
 		})
+	case state.TableRouteApplied:
+		t.tableRouteApplied(a)
+	case state.TableRouteApplyFailed:
+		t.tableRouteFailed(a)
 	case state.SessionStateChanged:
 		t.at = a.At
 		t.sessionState(a)
@@ -81,6 +90,7 @@ func reduceResult(s state.State, a state.Action) state.State {
 			t.setProblems("server", []state.Problem{{Object: "server", Reason: a.Error}})
 		}
 	}
+	t.routesDone(false)
 	return t.s
 }
 

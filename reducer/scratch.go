@@ -19,6 +19,9 @@ type Objects struct {
 	Affinities []state.BlockAffinity
 	Pools      []state.IPPool
 	Pods       []state.Pod
+	// Learned are the running speaker's best paths that count
+	// (docs/routes.md §9.1), by prefix.
+	Learned []state.BestPaths
 }
 
 // FromScratch derives the State of the agent on node from complete object
@@ -43,6 +46,9 @@ func FromScratch(node string, opts state.Options, objects Objects) state.State {
 		{Kind: state.KindPod, Pods: objects.Pods},
 	} {
 		s = Reduce(s, a)
+	}
+	if len(objects.Learned) > 0 {
+		s = Reduce(s, state.BestPathsChanged{Gen: s.Routing.SpeakerGen, Init: true, Prefixes: objects.Learned})
 	}
 	return s
 }
@@ -69,5 +75,6 @@ func ObjectsOf(s state.State) Objects {
 	in.Affinities.Range(func(_ string, e *state.AffinityEntry) bool { o.Affinities = append(o.Affinities, *e.Spec); return true })
 	in.Pools.Range(func(_ string, e *state.PoolEntry) bool { o.Pools = append(o.Pools, *e.Spec); return true })
 	in.Pods.Range(func(_ string, e *state.PodEntry) bool { o.Pods = append(o.Pods, *e.Spec); return true })
+	in.Learned.Range(func(_ string, b *state.BestPaths) bool { o.Learned = append(o.Learned, *b); return true })
 	return o
 }

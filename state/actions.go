@@ -105,11 +105,14 @@ type PeerApplyFailed struct {
 }
 
 // RetryDue: the backoff timer of a failed neighbor (generation Gen) expired;
-// with the zero Address and Gen, the timer of a server that failed to start.
+// with the zero Address and Gen, the timer of a server that failed to start;
+// with Prefix, the timer of a failed route table entry of generation Gen
+// (docs/routes.md §9.7 rule 3).
 type RetryDue struct {
-	Address netip.Addr `json:"address"`
-	Gen     uint64     `json:"gen"`
-	At      time.Time  `json:"at,omitzero"`
+	Address netip.Addr   `json:"address"`
+	Prefix  netip.Prefix `json:"prefix,omitzero"`
+	Gen     uint64       `json:"gen"`
+	At      time.Time    `json:"at,omitzero"`
 }
 
 // RouteApplied: the VPP executor installed or removed the reachableBy route

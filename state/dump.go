@@ -20,6 +20,11 @@ type Dump struct {
 	// Advertised are the own paths, by prefix, with the neighbors each
 	// goes to (docs/routes.md §8.3 rule 11).
 	Advertised []AdvertisedPath `json:"advertised"`
+	// Routing is the learned side as a whole, Routes the route table by
+	// prefix: desired, held, not installed and why, and each entry's
+	// phase, attempts and last error (docs/routes.md §9.6, §9.7).
+	Routing Routing       `json:"routing,omitzero"`
+	Routes  []*TableRoute `json:"routes,omitempty"`
 }
 
 // AdvertisedPath is an own path in the dump: the path and its receivers.
@@ -53,6 +58,8 @@ func (s State) Dump() Dump {
 		d.Advertised = append(d.Advertised, AdvertisedPath{Path: *p, To: Receivers(p, d.Neighbors)})
 		return true
 	})
+	s.Out.Routes.Range(func(_ string, r *TableRoute) bool { d.Routes = append(d.Routes, r); return true })
+	d.Routing = s.Routing
 	d.Problems = s.AllProblems()
 	return d
 }

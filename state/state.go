@@ -39,6 +39,12 @@ type Options struct {
 	// ExtraFamilies are enabled beside unicast, e.g. "ipv4-srpolicy",
 	// "l3vpn-ipv6-unicast"; each goes to neighbors of the family it names.
 	ExtraFamilies []string `json:"extraFamilies,omitempty"`
+	// MaxPaths bounds the next hops of an ECMP route, the lowest addresses
+	// kept (docs/routes.md §9.4; --max-paths, default 16).
+	MaxPaths int `json:"maxPaths,omitempty"`
+	// RouteSettleMax is the longest the sweep of held routes waits after the
+	// server start (docs/routes.md §9.6 rule 3; --route-settle-max, 240 s).
+	RouteSettleMax Duration `json:"routeSettleMax,omitzero"`
 }
 
 // Server is the embedded speaker's global config; zero before this node
@@ -65,12 +71,15 @@ type State struct {
 	// MD5Failures is the kernel's TCP-MD5 failure count as last observed
 	// (MD5Observed: once observed at all, the baseline, which may be 0);
 	// OptmemMax is net.core.optmem_max (0: not known).
-	MD5Failures uint64  `json:"md5Failures,omitempty"`
-	MD5Observed bool    `json:"md5Observed,omitempty"`
-	OptmemMax   int64   `json:"optmemMax,omitempty"`
-	Inputs      Inputs  `json:"-"`
-	Out         Derived `json:"-"`
-	Index       Index   `json:"-"`
+	MD5Failures uint64 `json:"md5Failures,omitempty"`
+	MD5Observed bool   `json:"md5Observed,omitempty"`
+	OptmemMax   int64  `json:"optmemMax,omitempty"`
+	// Routing is the learned side and the dataplane table as a whole
+	// (docs/routes.md §9).
+	Routing Routing `json:"routing"`
+	Inputs  Inputs  `json:"-"`
+	Out     Derived `json:"-"`
+	Index   Index   `json:"-"`
 }
 
 // Inputs are the objects as last seen, keyed by name.
@@ -87,6 +96,9 @@ type Inputs struct {
 	Affinities      *pmap.Map[*AffinityEntry] // this node's, by name
 	Pools           *pmap.Map[*PoolEntry]     // by name
 	Pods            *pmap.Map[*PodEntry]      // this node's, by NAMESPACE/NAME
+	// Learned are the best paths of the running speaker that count (neither
+	// withdrawn nor local), by PrefixKey (docs/routes.md §9.1).
+	Learned *pmap.Map[*BestPaths]
 }
 
 // Derived is what the reducer computes and Diff compares.
@@ -100,6 +112,9 @@ type Derived struct {
 	// the export policy (docs/routes.md §8.3 rule 12), by SetKey.
 	Advertised *pmap.Map[*Path]
 	Sets       *pmap.Map[SetMember]
+	// Routes is the route table, by PrefixKey (docs/routes.md §9.7): own-block
+	// drop routes, learned routes, held routes and removals due.
+	Routes *pmap.Map[*TableRoute]
 }
 
 // AllSynced reports whether every gating source has listed.
@@ -117,6 +132,12 @@ func New(node string, opts Options) State {
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
+	if opts.MaxPaths <= 0 {
+		opts.MaxPaths = DefaultMaxPaths
+	}
+	if opts.RouteSettleMax.Duration <= 0 {
+		opts.RouteSettleMax = Duration{DefaultRouteSettleMax}
+	}
 	return State{
 		Node: node, Options: opts, Synced: map[Kind]bool{},
 		Inputs: Inputs{
@@ -125,12 +146,13 @@ func New(node string, opts Options) State {
 			Filters:         pmap.New[*FilterEntry](), Nodes: pmap.New[*NodeEntry](),
 			Secrets: pmap.New[*Secret](), InputProblems: pmap.New[[]Problem](),
 			Affinities: pmap.New[*AffinityEntry](), Pools: pmap.New[*PoolEntry](),
-			Pods: pmap.New[*PodEntry](),
+			Pods: pmap.New[*PodEntry](), Learned: pmap.New[*BestPaths](),
 		},
 		Out: Derived{
 			Neighbors: pmap.New[*Neighbor](), Sessions: pmap.New[*Session](),
 			Problems: pmap.New[[]Problem](), Watches: pmap.New[struct{}](),
 			Advertised: pmap.New[*Path](), Sets: pmap.New[SetMember](),
+			Routes: pmap.New[*TableRoute](),
 		},
 		Index: newIndex(),
 	}

@@ -1,0 +1,44 @@
+package effects
+
+import (
+	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
+)
+
+// routeEffects are the dataplane calls from prev to next (docs/routes.md
+// §10): one route-replace or route-remove per route table entry whose
+// call is due (phase pending) under a new generation or a retry, at most
+// one per prefix, in prefix order. Nothing before the gating sources and
+// the dataplane listing are in; then every entry that is due, once
+// (adopted routes cost no call, docs/routes.md §9.6 rule 2).
+func routeEffects(prev, next state.State) []Effect {
+	if !next.RoutesReady() {
+		return nil
+	}
+	var out []Effect
+	emit := func(e *state.TableRoute) {
+		if e.Wanted() {
+			out = append(out, ReplaceRoute{Route: *e.Target(), Gen: e.Gen})
+		} else {
+			out = append(out, RemoveRoute{Prefix: e.Prefix, Gen: e.Gen})
+		}
+	}
+	if !prev.RoutesReady() {
+		next.Out.Routes.Range(func(_ string, e *state.TableRoute) bool {
+			if e.Phase == state.RoutePhasePending {
+				emit(e)
+			}
+			return true
+		})
+		return out
+	}
+	pmap.Diff(prev.Out.Routes, next.Out.Routes, same, func(_ string, p *state.TableRoute, had bool, n *state.TableRoute, has bool) {
+		if !has || n.Phase != state.RoutePhasePending {
+			return
+		}
+		if !had || p.Gen != n.Gen || n.Retry > p.Retry {
+			emit(n)
+		}
+	})
+	return out
+}

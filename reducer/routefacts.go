@@ -1,0 +1,262 @@
+package reducer
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
+)
+
+// bestPaths takes a best-path event of the running speaker (docs/routes.md
+// §9.1): each listed prefix's learned set is replaced by its paths that
+// count (neither withdrawn nor local); the initial snapshot replaces the
+// whole table. An event of another generation is stale (§9.1 rule 3).
+func (t *tx) bestPaths(a state.BestPathsChanged) {
+	if a.Gen == 0 || a.Gen != t.s.Routing.SpeakerGen || t.s.Server == (state.Server{}) {
+		return // stale, or no speaker runs
+	}
+	in := &t.s.Inputs
+	if a.Init {
+		in.Learned.Range(func(_ string, b *state.BestPaths) bool { t.markRoute(b.Prefix); return true })
+		in.Learned = pmap.New[*state.BestPaths]()
+	}
+	for _, b := range a.Prefixes {
+		if !b.Prefix.IsValid() {
+			continue // not unicast IPv4/IPv6: ignored (§11.5)
+		}
+		p := b.Prefix.Masked()
+		k := state.PrefixKey(p)
+		var paths []state.LearnedPath
+		for _, x := range b.Paths {
+			if !x.Withdrawn && !x.Local {
+				paths = append(paths, x)
+			}
+		}
+		old, had := in.Learned.Get(k)
+		switch {
+		case len(paths) == 0 && had:
+			in.Learned = in.Learned.Delete(k)
+		case len(paths) == 0:
+			continue
+		case had && samePaths(old.Paths, paths):
+			continue
+		default:
+			in.Learned = in.Learned.Set(k, &state.BestPaths{Prefix: p, Paths: paths})
+		}
+		t.markRoute(p)
+	}
+}
+
+func samePaths(a, b []state.LearnedPath) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Neighbor != b[i].Neighbor || !slices.Equal(a[i].NextHops, b[i].NextHops) {
+			return false
+		}
+	}
+	return true
+}
+
+// endOfRIB records an End-of-RIB of the running speaker (docs/routes.md
+// §9.6 rule 3).
+func (t *tx) endOfRIB(a state.EndOfRIBReceived) {
+	r := &t.s.Routing
+	if a.Gen == 0 || a.Gen != r.SpeakerGen || !a.Neighbor.IsValid() || t.s.Server == (state.Server{}) {
+		return
+	}
+	r.EOR = r.WithEOR(a.Neighbor, a.Family)
+}
+
+// tick moves the clock of the settling (docs/routes.md §9.6 rule 3); once
+// settled, time changes nothing.
+func (t *tx) tick(a state.Tick) {
+	r := &t.s.Routing
+	if r.Settled || a.At.IsZero() || !a.At.After(r.Now) {
+		return
+	}
+	r.Now = a.At
+	if r.Since.IsZero() && t.s.Server != (state.Server{}) {
+		r.Since = a.At
+	}
+}
+
+// routesListed makes the dataplane's own routes the held set, once
+// (docs/routes.md §9.6 rule 1).
+func (t *tx) routesListed(a state.RoutesListed) {
+	r := &t.s.Routing
+	if r.Listed {
+		return
+	}
+	r.Listed, r.ListError = true, a.Error
+	for _, x := range a.Routes {
+		h := state.NormalRoute(x)
+		k := state.PrefixKey(h.Prefix)
+		old, _ := t.s.Out.Routes.Get(k)
+		n := &state.TableRoute{Prefix: h.Prefix}
+		if old != nil {
+			c := *old
+			n = &c
+		}
+		n.Held = &h
+		if !n.Wanted() {
+			n.Phase = state.RoutePhaseHeld
+		}
+		t.s.Out.Routes = t.s.Out.Routes.Set(k, n)
+	}
+}
+
+// newSpeaker: the server (re)starts or stops (docs/routes.md §9.6 rule 5).
+// Facts of the old speaker are stale from now on; what it had learned is
+// gone, the learned routes installed become held, and the sweep waits for
+// the new speaker to settle.
+func (t *tx) newSpeaker() {
+	r := &t.s.Routing
+	r.SpeakerGen++
+	r.Settled, r.Since, r.EOR = false, time.Time{}, nil
+	if t.s.RoutesReady() {
+		t.s.Out.Routes.Range(func(k string, e *state.TableRoute) bool {
+			if e.Origin == "learned" && e.Wanted() {
+				c := *e
+				c.Held = c.Target()
+				t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
+			}
+			return true
+		})
+	}
+	t.s.Inputs.Learned.Range(func(_ string, b *state.BestPaths) bool { t.markRoute(b.Prefix); return true })
+	t.s.Inputs.Learned = pmap.New[*state.BestPaths]()
+}
+
+// goLive: the table's first calls are due. A held route equal to the
+// desired one is adopted, any other desired route is replaced, a held one
+// that is not desired waits for settling (docs/routes.md §9.6 rule 2).
+func (t *tx) goLive() {
+	t.s.Out.Routes.Range(func(k string, e *state.TableRoute) bool {
+		if !e.Wanted() {
+			return true
+		}
+		c := *e
+		if state.SameRoute(c.Held, c.Target()) {
+			c.Phase = state.RoutePhaseAdopted
+		} else {
+			c.Phase = state.RoutePhasePending
+		}
+		c.Held = nil
+		t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
+		return true
+	})
+}
+
+// checkSettled sweeps the held routes that are not desired once the
+// routes are settled (docs/routes.md §9.6 rule 3).
+func (t *tx) checkSettled() {
+	r := &t.s.Routing
+	if r.Settled || !t.s.RoutesReady() || t.s.Server == (state.Server{}) || !t.settled() {
+		return
+	}
+	r.Settled = true
+	t.s.Out.Routes.Range(func(k string, e *state.TableRoute) bool {
+		if e.Held == nil || e.Wanted() {
+			return true
+		}
+		c := *e
+		c.Held = nil
+		t.s.Routing.Seq++
+		c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0
+		t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
+		return true
+	})
+}
+
+// settled: the settle maximum has passed since the server start, or every
+// active neighbor has sent End-of-RIB for each of its unicast families, or
+// is not Established within its restart time, or is waiting or failed.
+func (t *tx) settled() bool {
+	r := t.s.Routing
+	since := time.Duration(-1)
+	if !r.Since.IsZero() {
+		since = r.Now.Sub(r.Since)
+	}
+	if since >= t.s.Options.RouteSettleMax.Duration {
+		return true
+	}
+	ok := true
+	t.s.Out.Neighbors.Range(func(k string, n *state.Neighbor) bool {
+		x, _ := t.s.Out.Sessions.Get(k)
+		if !n.Active() || x == nil || x.Phase == state.PhaseFailed || x.Phase == state.PhaseWaiting {
+			return true
+		}
+		if x.BGP != "established" {
+			restart := time.Duration(n.GracefulRestartSeconds) * time.Second
+			if restart == 0 {
+				restart = 120 * time.Second
+			}
+			ok = since >= restart
+			return ok
+		}
+		for _, f := range n.Families {
+			if strings.HasSuffix(f, "-unicast") && !r.HasEOR(n.Address, f) {
+				ok = false
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// tableRouteApplied: the call of the current generation of a prefix is
+// done (docs/routes.md §9.7); a removal that is done ends the entry.
+func (t *tx) tableRouteApplied(a state.TableRouteApplied) {
+	k := state.PrefixKey(a.Prefix.Masked())
+	e, ok := t.s.Out.Routes.Get(k)
+	if !ok || e.Gen != a.Gen || e.Phase != state.RoutePhasePending {
+		return
+	}
+	c := *e
+	c.Attempts, c.LastError = 0, ""
+	c.Phase = state.RoutePhaseApplied
+	if a.Skipped {
+		c.Phase = state.RoutePhaseSkipped
+	}
+	t.setProblems(routeFailBucket(k), nil)
+	if !c.Wanted() {
+		c.Phase = ""
+		if c.NotInstalled == "" {
+			t.s.Out.Routes = t.s.Out.Routes.Delete(k)
+			return
+		}
+	}
+	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
+}
+
+// tableRouteFailed: failed routes are data (docs/routes.md §9.7 rule 3):
+// phase, attempts and last error, and a problem, until the retry.
+func (t *tx) tableRouteFailed(a state.TableRouteApplyFailed) {
+	k := state.PrefixKey(a.Prefix.Masked())
+	e, ok := t.s.Out.Routes.Get(k)
+	if !ok || e.Gen != a.Gen || e.Phase != state.RoutePhasePending {
+		return
+	}
+	c := *e
+	c.Phase, c.LastError = state.RoutePhaseFailed, a.Error
+	c.Attempts++
+	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
+	t.setProblems(routeFailBucket(k), []state.Problem{{Object: routeObject(c.Prefix), Reason: a.Error}})
+}
+
+// routeRetry: the backoff of a failed route ran out; Diff makes the call again.
+func (t *tx) routeRetry(a state.RetryDue) {
+	k := state.PrefixKey(a.Prefix.Masked())
+	e, ok := t.s.Out.Routes.Get(k)
+	if !ok || e.Gen != a.Gen || e.Phase != state.RoutePhaseFailed {
+		return
+	}
+	c := *e
+	c.Retry++
+	c.Phase = state.RoutePhasePending
+	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
+}

@@ -1,0 +1,266 @@
+package reducer
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// The route table (docs/routes.md §9): which prefix goes to drop or via
+// which next hops. Each prefix is derived on its own from the own blocks,
+// the learned best paths, the pools and the node's addresses, so that a
+// best-path change re-derives only its prefix.
+
+// markRoute: the route of prefix p must be derived again before the step ends.
+func (t *tx) markRoute(p netip.Prefix) {
+	if t.routes == nil {
+		t.routes = map[string]netip.Prefix{}
+	}
+	t.routes[state.PrefixKey(p)] = p
+}
+
+// markRoutesInside marks every learned prefix inside c (c itself included).
+func (t *tx) markRoutesInside(c netip.Prefix) {
+	t.s.Inputs.Learned.RangeFrom(state.PrefixKey(c.Masked()), func(_ string, b *state.BestPaths) bool {
+		if b.Prefix.Addr().Is4() != c.Addr().Is4() || !c.Contains(b.Prefix.Addr()) {
+			return false
+		}
+		if b.Prefix.Bits() >= c.Bits() {
+			t.markRoute(b.Prefix)
+		}
+		return true
+	})
+}
+
+// routesDone finishes the route side of a step: the marked routes are
+// derived again (all of them when all), the table becomes live when the
+// last of the gating sources and the dataplane listing arrives, and the
+// held routes are swept once settled (docs/routes.md §9.6).
+func (t *tx) routesDone(all bool) {
+	if all {
+		t.s.Inputs.Learned.Range(func(_ string, b *state.BestPaths) bool { t.markRoute(b.Prefix); return true })
+		t.s.Out.Routes.Range(func(_ string, r *state.TableRoute) bool { t.markRoute(r.Prefix); return true })
+		t.s.Index.Origins.Range(func(_ string, o *state.Origins) bool { t.markRoute(o.Prefix); return true })
+	}
+	keys := make([]string, 0, len(t.routes))
+	for k := range t.routes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.deriveRoute(k, t.routes[k])
+	}
+	t.routes = nil
+	if !t.wasReady && t.s.RoutesReady() {
+		t.goLive()
+	}
+	t.checkSettled()
+}
+
+// deriveRoute decides the route of one prefix: an own-block drop route
+// wins (docs/routes.md §9.3 rule 2), else the learned route (§9.2).
+func (t *tx) deriveRoute(k string, p netip.Prefix) {
+	old, _ := t.s.Out.Routes.Get(k)
+	n := &state.TableRoute{Prefix: p}
+	if old != nil {
+		c := *old
+		n = &c
+	}
+	n.Drop, n.Via, n.Origin, n.NotInstalled = false, nil, "", ""
+	var probs []state.Problem
+	if name := t.dropRoute(k, p); name != "" {
+		n.Drop, n.Origin = true, affinityObject(name)
+	} else if b, ok := t.s.Inputs.Learned.Get(k); ok {
+		n.Via, n.NotInstalled, probs = t.learnedRoute(k, b)
+		n.Origin = "learned"
+	}
+	t.setProblems(routeBucket(k), probs)
+	t.putRoute(k, old, n)
+}
+
+// putRoute stores n in place of old. A change of the desired route draws
+// a new generation and a call (docs/routes.md §10); before the table is
+// live nothing is called, and a held route equal to the desired one is
+// adopted without a call (§9.6 rule 2).
+func (t *tx) putRoute(k string, old, n *state.TableRoute) {
+	if !sameWant(old, n) {
+		t.s.Routing.Seq++
+		n.Gen, n.Attempts, n.LastError, n.Retry = t.s.Routing.Seq, 0, "", 0
+		t.setProblems(routeFailBucket(k), nil)
+		ready := t.s.RoutesReady()
+		switch {
+		case n.Wanted() && ready && state.SameRoute(n.Held, n.Target()):
+			n.Phase, n.Held = state.RoutePhaseAdopted, nil
+		case n.Wanted():
+			n.Phase = state.RoutePhasePending
+			if ready {
+				n.Held = nil // replaced by the call
+			}
+		case n.Held != nil:
+			n.Phase = state.RoutePhaseHeld
+		case ready && old.Wanted():
+			n.Phase = state.RoutePhasePending // the removal
+		default:
+			n.Phase = ""
+		}
+	}
+	if !n.Wanted() && n.Held == nil && n.NotInstalled == "" &&
+		n.Phase != state.RoutePhasePending && n.Phase != state.RoutePhaseFailed {
+		if old != nil {
+			t.s.Out.Routes = t.s.Out.Routes.Delete(k)
+		}
+		return
+	}
+	if old == nil || !tableRouteEqual(old, n) {
+		t.s.Out.Routes = t.s.Out.Routes.Set(k, n)
+	}
+}
+
+func sameWant(a, b *state.TableRoute) bool {
+	if !a.Wanted() || !b.Wanted() {
+		return a.Wanted() == b.Wanted()
+	}
+	return a.Drop == b.Drop && slices.Equal(a.Via, b.Via)
+}
+
+func tableRouteEqual(a, b *state.TableRoute) bool {
+	return a.Prefix == b.Prefix && a.Drop == b.Drop && slices.Equal(a.Via, b.Via) && a.Origin == b.Origin &&
+		a.NotInstalled == b.NotInstalled && state.SameRoute(a.Held, b.Held) && a.Gen == b.Gen &&
+		a.Phase == b.Phase && a.Attempts == b.Attempts && a.LastError == b.LastError && a.Retry == b.Retry
+}
+
+// dropRoute is the affinity that makes p an own block with a drop route
+// (docs/routes.md §9.3 rule 1), or "": every own block whose pool needs no
+// encapsulation or which is outside every pool, except a /32 (/128).
+func (t *tx) dropRoute(k string, p netip.Prefix) string {
+	if p.Bits() == p.Addr().BitLen() {
+		return ""
+	}
+	o, ok := t.s.Index.Origins.Get(k)
+	if !ok {
+		return ""
+	}
+	own := t.ownAffinities(o)
+	if len(own) == 0 {
+		return ""
+	}
+	if pool, _ := t.poolOf(p); pool != nil && !flat(pool) {
+		return ""
+	}
+	return own[0]
+}
+
+// flat: the pool asks for no encapsulation at all.
+func flat(p *state.IPPool) bool {
+	never := func(m string) bool { return m == "" || m == "Never" }
+	return never(p.IPIPMode) && never(p.VXLANMode)
+}
+
+// learnedRoute is the route of a learned prefix (docs/routes.md §9.2,
+// §9.4, §9.8): its next hops, or why it is not installed, and a problem
+// when no next hop can be used.
+func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, []state.Problem) {
+	p := b.Prefix
+	l := t.local()
+	if l == nil || !l.Addr(p.Addr().Is6()).IsValid() {
+		return nil, fmt.Sprintf("node has no %s address", family(p)), nil
+	}
+	if _, own := t.s.Out.Advertised.Get(k); own {
+		return nil, "own path", nil
+	}
+	if p.Bits() == p.Addr().BitLen() {
+		if n, ok := t.s.Out.Neighbors.Get(state.AddrKey(p.Addr())); ok && n.Active() && n.ReachableBy.IsValid() {
+			return nil, "reachableBy route of the neighbor wins", nil
+		}
+	}
+	pool, _ := t.poolOf(p)
+	var via []netip.Addr
+	var bad []string
+	self, encap := 0, 0
+	for _, path := range b.Paths {
+		nh, ok := pathNextHop(path.NextHops, p)
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprint(path.NextHops))
+		case nh == l.V4 || nh == l.V6:
+			self++
+		case pool != nil && needsEncap(pool, nh, l):
+			encap++
+		default:
+			via = append(via, nh)
+		}
+	}
+	if len(via) > 0 {
+		slices.SortFunc(via, func(a, b netip.Addr) int { return a.Compare(b) })
+		via = slices.Compact(via)
+		if m := t.s.Options.MaxPaths; m > 0 && len(via) > m {
+			via = via[:m]
+		}
+		return via, "", nil
+	}
+	switch {
+	case encap > 0:
+		return nil, fmt.Sprintf("ippool/%s needs ipip/vxlan encapsulation", pool.Name), nil
+	case len(bad) > 0:
+		why := fmt.Sprintf("no usable next hop in %s (unspecified, link-local only, of the other family or unparsable)", strings.Join(bad, " "))
+		return nil, why, []state.Problem{{Object: routeObject(p), Reason: why}}
+	case self > 0:
+		return nil, "next hop is this node", nil
+	}
+	return nil, "no path", nil
+}
+
+// pathNextHop is the next hop of one path (docs/routes.md §9.1 rule 2): the
+// first of its next hops that is a global address of p's family.
+func pathNextHop(hops []netip.Addr, p netip.Prefix) (netip.Addr, bool) {
+	for _, h := range hops {
+		h = h.Unmap()
+		if !h.IsValid() || h.IsUnspecified() || h.IsLinkLocalUnicast() || h.Zone() != "" || h.Is4() != p.Addr().Is4() {
+			continue
+		}
+		return h, true
+	}
+	return netip.Addr{}, false
+}
+
+// needsEncap: the pool asks for encapsulation towards nh (docs/routes.md
+// §9.8 rule 1), or its modes are not understood (§11.2: fail closed).
+func needsEncap(pool *state.IPPool, nh netip.Addr, l *state.NodeEntry) bool {
+	if flat(pool) {
+		return false
+	}
+	for _, m := range []string{pool.IPIPMode, pool.VXLANMode} {
+		switch m {
+		case "", "Never":
+		case "CrossSubnet":
+			if !nodeSubnet(l, nh.Is6()).Contains(nh) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return (pool.IPIPMode != "" && pool.IPIPMode != "Never" && pool.VXLANMode != "" && pool.VXLANMode != "Never") ||
+		(nh.Is6() && pool.IPIPMode != "" && pool.IPIPMode != "Never")
+}
+
+// nodeSubnet is the node's subnet of a family: its address annotation's prefix.
+func nodeSubnet(l *state.NodeEntry, v6 bool) netip.Prefix {
+	text := l.Spec.IPv4Address
+	if v6 {
+		text = l.Spec.IPv6Address
+	}
+	p, err := netip.ParsePrefix(text)
+	if err != nil {
+		return netip.Prefix{}
+	}
+	return p.Masked()
+}
+
+func routeBucket(prefixKey string) string     { return "route/" + prefixKey }
+func routeFailBucket(prefixKey string) string { return "routefail/" + prefixKey }
+func routeObject(p netip.Prefix) string       { return "route/" + p.String() }

@@ -1,0 +1,172 @@
+package state
+
+import (
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// LearnedPath is one path of a best-path event (docs/routes.md §9.1): the
+// next hops as the speaker gives them (IPv4: the NEXT_HOP; IPv6: the
+// MP_REACH next hops, global first, then the link-local one), the neighbor
+// it came from (zero for a local path), and whether it is a withdrawal or
+// N's own path.
+type LearnedPath struct {
+	NextHops  []netip.Addr `json:"nextHops,omitempty"`
+	Neighbor  netip.Addr   `json:"neighbor,omitzero"`
+	Local     bool         `json:"local,omitempty"`
+	Withdrawn bool         `json:"withdrawn,omitempty"`
+}
+
+// BestPaths is one prefix of a best-path event: its new best path or, with
+// multipath, its whole equal-best set (docs/routes.md §9.1 rule 1, §9.4).
+// In the State (Inputs.Learned, Objects.Learned) only the paths that count
+// are kept: neither withdrawn nor local.
+type BestPaths struct {
+	Prefix netip.Prefix  `json:"prefix"`
+	Paths  []LearnedPath `json:"paths,omitempty"`
+}
+
+// BestPathsChanged: the speaker's best-path watch (WatchEvent, table filter
+// BEST) reported prefixes of the global RIB, for the speaker of generation
+// Gen (docs/routes.md §9.1). For each listed prefix the learned next-hop
+// set is replaced; Init is the watch's initial snapshot, which replaces the
+// whole learned table. Events of another generation are stale and dropped
+// (§9.1 rule 3).
+type BestPathsChanged struct {
+	Gen      uint64      `json:"gen"`
+	Init     bool        `json:"init,omitempty"`
+	Prefixes []BestPaths `json:"prefixes,omitempty"`
+}
+
+// EndOfRIBReceived: the speaker of generation Gen received End-of-RIB from
+// Neighbor for Family ("ipv4-unicast", "ipv6-unicast"): its initial table
+// is complete, one of the conditions of settling (docs/routes.md §9.6 rule 3).
+type EndOfRIBReceived struct {
+	Gen      uint64     `json:"gen"`
+	Neighbor netip.Addr `json:"neighbor"`
+	Family   string     `json:"family"`
+}
+
+// Tick: the agent's clock, dispatched every few seconds while the routes
+// are not settled; the reducer reads no clock (docs/routes.md §9.6 rule 3).
+type Tick struct {
+	At time.Time `json:"at"`
+}
+
+func (BestPathsChanged) ActionName() string { return "bestPathsChanged" }
+func (EndOfRIBReceived) ActionName() string { return "endOfRIBReceived" }
+func (Tick) ActionName() string             { return "tick" }
+
+// RoutePhase is where a route table entry stands with the dataplane.
+type RoutePhase string
+
+// The route phases (docs/routes.md §9.6, §9.7 rule 3).
+const (
+	RoutePhasePending RoutePhase = "pending" // a call is due or its result is
+	RoutePhaseApplied RoutePhase = "applied"
+	RoutePhaseFailed  RoutePhase = "failed"
+	RoutePhaseSkipped RoutePhase = "skipped" // --dataplane none
+	RoutePhaseAdopted RoutePhase = "adopted" // listed at start equal to the desired route: no call
+	RoutePhaseHeld    RoutePhase = "held"    // listed at start, not desired: kept until settled
+)
+
+// TableRoute is one prefix of the route table (docs/routes.md §9.7): the
+// desired route (Drop, or Via next hops; neither: not desired), where it
+// comes from, the route the dataplane held at start (kept until settled,
+// §9.6), why a learned prefix is not installed (§9.2), and the state of
+// its last call (§9.7 rule 3: failed routes are data).
+type TableRoute struct {
+	Prefix netip.Prefix `json:"prefix"`
+	Drop   bool         `json:"drop,omitempty"`
+	Via    []netip.Addr `json:"via,omitempty"`
+	// Origin: "blockaffinity/NAME" for an own-block drop route (§9.3),
+	// "learned" for a learned route (§9.2).
+	Origin string `json:"origin,omitempty"`
+	// NotInstalled says why a learned prefix is not installed.
+	NotInstalled string     `json:"notInstalled,omitempty"`
+	Held         *Route     `json:"held,omitempty"`
+	Gen          uint64     `json:"gen,omitempty"`
+	Phase        RoutePhase `json:"phase,omitempty"`
+	Attempts     int        `json:"attempts,omitempty"`
+	LastError    string     `json:"lastError,omitempty"`
+	// Retry is bumped by a RetryDue for the prefix while it failed: a
+	// one-shot request Diff turns into the call again.
+	Retry uint64 `json:"retry,omitempty"`
+}
+
+// Wanted reports whether the entry has a desired route.
+func (r *TableRoute) Wanted() bool { return r != nil && (r.Drop || len(r.Via) > 0) }
+
+// Target is the route the dataplane should have for the prefix: the
+// desired one, else the held one (until settled), else none.
+func (r *TableRoute) Target() *Route {
+	switch {
+	case r == nil:
+		return nil
+	case r.Wanted():
+		return &Route{Prefix: r.Prefix, Drop: r.Drop, Via: r.Via}
+	default:
+		return r.Held
+	}
+}
+
+// SameRoute reports whether two targets are the same dataplane entry.
+func SameRoute(a, b *Route) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+// Routing is the state of the learned side and of the dataplane table as a
+// whole (docs/routes.md §9.1, §9.6).
+type Routing struct {
+	// SpeakerGen names the running speaker: bumped at each (re)start or
+	// stop of the server; facts of another generation are dropped.
+	SpeakerGen uint64 `json:"speakerGen,omitempty"`
+	// Seq counts route table changes; route generations are drawn from it.
+	Seq uint64 `json:"seq,omitempty"`
+	// Listed: the dataplane executor listed its routes (RoutesListed);
+	// ListError is why the listing failed (nothing is held then).
+	Listed    bool   `json:"listed,omitempty"`
+	ListError string `json:"listError,omitempty"`
+	// Settled: held routes that are not desired may be removed (§9.6 rule
+	// 3). Reset at each speaker (re)start (§9.6 rule 5).
+	Settled bool `json:"settled,omitempty"`
+	// Since is the time of the first Tick of this speaker generation, Now
+	// the last one.
+	Since time.Time `json:"since,omitzero"`
+	Now   time.Time `json:"now,omitzero"`
+	// EOR lists "ADDRESS FAMILY" of the End-of-RIBs received by this
+	// speaker generation, sorted.
+	EOR []string `json:"eor,omitempty"`
+}
+
+// HasEOR reports whether End-of-RIB from addr for family was received.
+func (r Routing) HasEOR(addr netip.Addr, family string) bool {
+	_, ok := slices.BinarySearch(r.EOR, eorKey(addr, family))
+	return ok
+}
+
+// WithEOR returns the EOR list with addr and family added (a new slice).
+func (r Routing) WithEOR(addr netip.Addr, family string) []string {
+	k := eorKey(addr, family)
+	i, ok := slices.BinarySearch(r.EOR, k)
+	if ok {
+		return r.EOR
+	}
+	return slices.Insert(slices.Clone(r.EOR), i, k)
+}
+
+func eorKey(addr netip.Addr, family string) string { return AddrKey(addr.Unmap()) + " " + family }
+
+// RoutesReady reports whether route calls may be made: every gating
+// source has listed, and so has the dataplane (docs/routes.md §9.6 rule 1).
+func (s State) RoutesReady() bool { return s.Routing.Listed && s.AllSynced() }
+
+// The defaults of the route options (docs/routes.md appendix C, C6).
+const (
+	DefaultMaxPaths       = 16
+	DefaultRouteSettleMax = 240 * time.Second
+)
