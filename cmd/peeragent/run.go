@@ -215,5 +215,5 @@ func newKube(f *runFlags, log *slog.Logger) (source, error) {
 		return nil, err
 	}
 	return watch.NewKube(watch.KubeConfig{Client: client, Dynamic: dyn, Discovery: client.Discovery(),
-		Group: group, Namespace: f.opts().Namespace, Log: log})
+		Group: group, Namespace: f.opts().Namespace, Node: f.node, Log: log})
 }
