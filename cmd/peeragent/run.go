@@ -190,6 +190,7 @@ func newSource(f *runFlags, log *slog.Logger) (source, error) {
 		}
 		d := watch.NewDir(f.from, log)
 		d.Namespace = f.opts().Namespace // docs/semantics.md §1: Secrets of the agent's namespace only
+		d.Node = f.node                  // docs/routes.md "Amendment to §1": this node's Pods only
 		return d, nil
 	}
 	return newKube(f, log)
