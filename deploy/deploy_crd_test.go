@@ -32,13 +32,18 @@ func TestCRDs(t *testing.T) {
 	}
 	cases := []struct {
 		name, file, group, version, kind, plural string
+		spec                                     any // the Go spec type when not the scheme's
 	}{
-		{"bgppeers-v1", "crds/crd.projectcalico.org_bgppeers.yaml", "crd.projectcalico.org", "v1", "BGPPeer", "bgppeers"},
-		{"bgpconfigurations-v1", "crds/crd.projectcalico.org_bgpconfigurations.yaml", "crd.projectcalico.org", "v1", "BGPConfiguration", "bgpconfigurations"},
-		{"bgpfilters-v1", "crds/crd.projectcalico.org_bgpfilters.yaml", "crd.projectcalico.org", "v1", "BGPFilter", "bgpfilters"},
-		{"bgppeers-v3", "crds/v3/projectcalico.org_bgppeers.yaml", "projectcalico.org", "v3", "BGPPeer", "bgppeers"},
-		{"bgpconfigurations-v3", "crds/v3/projectcalico.org_bgpconfigurations.yaml", "projectcalico.org", "v3", "BGPConfiguration", "bgpconfigurations"},
-		{"bgpfilters-v3", "crds/v3/projectcalico.org_bgpfilters.yaml", "projectcalico.org", "v3", "BGPFilter", "bgpfilters"},
+		{"bgppeers-v1", "crds/crd.projectcalico.org_bgppeers.yaml", "crd.projectcalico.org", "v1", "BGPPeer", "bgppeers", nil},
+		{"bgpconfigurations-v1", "crds/crd.projectcalico.org_bgpconfigurations.yaml", "crd.projectcalico.org", "v1", "BGPConfiguration", "bgpconfigurations", nil},
+		{"bgpfilters-v1", "crds/crd.projectcalico.org_bgpfilters.yaml", "crd.projectcalico.org", "v1", "BGPFilter", "bgpfilters", nil},
+		{"bgppeers-v3", "crds/v3/projectcalico.org_bgppeers.yaml", "projectcalico.org", "v3", "BGPPeer", "bgppeers", nil},
+		{"bgpconfigurations-v3", "crds/v3/projectcalico.org_bgpconfigurations.yaml", "projectcalico.org", "v3", "BGPConfiguration", "bgpconfigurations", nil},
+		{"bgpfilters-v3", "crds/v3/projectcalico.org_bgpfilters.yaml", "projectcalico.org", "v3", "BGPFilter", "bgpfilters", nil},
+		{"ippools-v1", "crds/crd.projectcalico.org_ippools.yaml", "crd.projectcalico.org", "v1", "IPPool", "ippools", nil},
+		{"ippools-v3", "crds/v3/projectcalico.org_ippools.yaml", "projectcalico.org", "v3", "IPPool", "ippools", nil},
+		{"blockaffinities-v1", "crds/crd.projectcalico.org_blockaffinities.yaml", "crd.projectcalico.org", "v1", "BlockAffinity", "blockaffinities", affinitySpecV1{}},
+		{"blockaffinities-v3", "crds/v3/projectcalico.org_blockaffinities.yaml", "projectcalico.org", "v3", "BlockAffinity", "blockaffinities", affinitySpecV3{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,16 +80,20 @@ func TestCRDs(t *testing.T) {
 			// The schema has exactly the fields of the Go type the agent
 			// decodes this kind into: none missing (the API server would
 			// prune it), none extra.
-			gvk := schema.GroupVersionKind{Group: c.group, Version: c.version, Kind: c.kind}
-			obj, err := s.New(gvk)
-			if err != nil {
-				t.Fatalf("scheme: %v", err)
+			specType := reflect.TypeOf(c.spec)
+			if c.spec == nil {
+				gvk := schema.GroupVersionKind{Group: c.group, Version: c.version, Kind: c.kind}
+				obj, err := s.New(gvk)
+				if err != nil {
+					t.Fatalf("scheme: %v", err)
+				}
+				specField := reflect.ValueOf(obj).Elem().FieldByName("Spec")
+				if !specField.IsValid() {
+					t.Fatalf("%T has no Spec", obj)
+				}
+				specType = specField.Type()
 			}
-			specField := reflect.ValueOf(obj).Elem().FieldByName("Spec")
-			if !specField.IsValid() {
-				t.Fatalf("%T has no Spec", obj)
-			}
-			full := reflect.New(specField.Type())
+			full := reflect.New(specType)
 			if err := fill(full.Elem()); err != nil {
 				t.Fatal(err)
 			}
@@ -114,12 +123,38 @@ func TestCRDs(t *testing.T) {
 			}
 			v3 := loadCRD(t, s, "crds/v3/projectcalico.org_"+c.plural+".yaml")
 			v1 := loadCRD(t, s, c.file)
+			if c.plural == "blockaffinities" { // deleted: a string in v1, a bool in v3
+				props := v3.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties
+				d := props["deleted"]
+				d.Type, d.Description = "string", v1.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["deleted"].Description
+				props["deleted"] = d
+			}
 			if !reflect.DeepEqual(v1.Spec.Names, v3.Spec.Names) || !reflect.DeepEqual(v1.Spec.Versions[0].Schema, v3.Spec.Versions[0].Schema) {
 				t.Errorf("%s: the v1 and v3 CRDs differ in names or schema", c.plural)
 			}
 		}
 	})
 }
+
+// The BlockAffinity spec as the agent reads it (watch.BlockAffinityObject):
+// Calico's v3 type, whose deleted the crd.projectcalico.org/v1 CRD stores as
+// a string, plus type (newer Calico).
+type (
+	affinitySpecV1 struct {
+		State   string `json:"state"`
+		Node    string `json:"node"`
+		CIDR    string `json:"cidr"`
+		Deleted string `json:"deleted,omitempty"`
+		Type    string `json:"type,omitempty"`
+	}
+	affinitySpecV3 struct {
+		State   string `json:"state"`
+		Node    string `json:"node"`
+		CIDR    string `json:"cidr"`
+		Deleted bool   `json:"deleted,omitempty"`
+		Type    string `json:"type,omitempty"`
+	}
+)
 
 func loadCRD(t *testing.T, s *runtime.Scheme, file string) *crd {
 	t.Helper()

@@ -75,7 +75,7 @@ func TestRBACAccess(t *testing.T) {
 	var cases []accessCase
 	// Everything the agent reads, in every read verb.
 	for _, group := range []string{"crd.projectcalico.org", "projectcalico.org"} {
-		for _, res := range []string{"bgppeers", "bgpconfigurations", "bgpfilters"} {
+		for _, res := range []string{"bgppeers", "bgpconfigurations", "bgpfilters", "blockaffinities", "ippools"} {
 			for _, verb := range readVerbs {
 				cases = append(cases, accessCase{
 					kebab(verb, res, group), access{verb, group, res, ""}, true})
@@ -87,13 +87,19 @@ func TestRBACAccess(t *testing.T) {
 			accessCase{kebab(verb, "nodes"), access{verb, "", "nodes", ""}, true},
 			accessCase{kebab(verb, "secrets-in-secrets-namespace"), access{verb, "", "secrets", secretsNamespace}, true})
 	}
+	for _, verb := range []string{"list", "watch"} {
+		cases = append(cases, accessCase{kebab(verb, "pods"), access{verb, "", "pods", ""}, true})
+	}
 	cases = append(cases, []accessCase{
 		{"no-create-bgppeers", access{"create", "crd.projectcalico.org", "bgppeers", ""}, false},
 		{"no-update-bgppeers-v3", access{"update", "projectcalico.org", "bgppeers", ""}, false},
 		{"no-delete-bgpfilters", access{"delete", "crd.projectcalico.org", "bgpfilters", ""}, false},
 		{"no-patch-bgpconfigurations", access{"patch", "crd.projectcalico.org", "bgpconfigurations", ""}, false},
 		{"no-update-bgppeers-status", access{"update", "crd.projectcalico.org", "bgppeers/status", ""}, false},
-		{"no-other-calico-objects", access{"list", "crd.projectcalico.org", "ippools", ""}, false},
+		{"no-other-calico-objects", access{"list", "crd.projectcalico.org", "ipamblocks", ""}, false},
+		{"no-other-calico-objects-v3", access{"list", "projectcalico.org", "felixconfigurations", ""}, false},
+		{"no-update-ippools", access{"update", "crd.projectcalico.org", "ippools", ""}, false},
+		{"no-delete-blockaffinities-v3", access{"delete", "projectcalico.org", "blockaffinities", ""}, false},
 		{"no-patch-nodes", access{"patch", "", "nodes", ""}, false},
 		{"no-update-nodes-status", access{"update", "", "nodes/status", ""}, false},
 		{"no-secrets-cluster-wide", access{"list", "", "secrets", ""}, false},
@@ -103,8 +109,11 @@ func TestRBACAccess(t *testing.T) {
 		{"no-create-secrets-in-secrets-namespace", access{"create", "", "secrets", secretsNamespace}, false},
 		{"no-update-secrets-in-secrets-namespace", access{"update", "", "secrets", secretsNamespace}, false},
 		{"no-configmaps-in-secrets-namespace", access{"get", "", "configmaps", secretsNamespace}, false},
-		{"no-pods-in-secrets-namespace", access{"list", "", "pods", secretsNamespace}, false},
-		{"no-pods", access{"list", "", "pods", ""}, false},
+		{"no-get-pods", access{"get", "", "pods", ""}, false},
+		{"no-delete-pods", access{"delete", "", "pods", ""}, false},
+		{"no-pods-exec", access{"create", "", "pods/exec", ""}, false},
+		{"no-pods-log", access{"get", "", "pods/log", ""}, false},
+		{"no-services", access{"list", "", "services", ""}, false},
 	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

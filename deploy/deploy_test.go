@@ -61,7 +61,8 @@ func addCalicoCRDGroup(s *runtime.Scheme) error {
 	s.AddKnownTypes(calicoCRDGroup,
 		&calicov3.BGPPeer{}, &calicov3.BGPPeerList{},
 		&calicov3.BGPConfiguration{}, &calicov3.BGPConfigurationList{},
-		&calicov3.BGPFilter{}, &calicov3.BGPFilterList{})
+		&calicov3.BGPFilter{}, &calicov3.BGPFilterList{},
+		&calicov3.IPPool{}, &calicov3.IPPoolList{})
 	return nil
 }
 

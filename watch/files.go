@@ -16,8 +16,10 @@ package watch
 //   - Documents: YAML with several documents per file ("---"), or JSON.
 //     Read: BGPPeer, BGPConfiguration, BGPFilter, BlockAffinity and IPPool
 //     in crd.projectcalico.org/v1 or projectcalico.org/v3 (one object,
-//     either group, side by side; docs/routes.md §11.7), core v1 Node and
-//     v1 Secret, and v1 List (as
+//     either group, side by side; docs/routes.md §11.7), core v1 Node,
+//     v1 Secret and v1 Pod (only those whose spec.nodeName is the agent's
+//     node; others are skipped silently, so a dump of every Pod can be
+//     used), and v1 List (as
 //     `kubectl get -o yaml` writes) of those. Secrets are taken from the
 //     agent's namespace, or with none (the directory is the agent's own); a
 //     Secret of another namespace is a problem and is not read (docs/semantics.md
@@ -107,6 +109,8 @@ func (o *Objects) add(v any) {
 		o.Affinities = append(o.Affinities, v)
 	case state.IPPool:
 		o.Pools = append(o.Pools, v)
+	case state.Pod:
+		o.Pods = append(o.Pods, v)
 	}
 }
 
@@ -119,6 +123,7 @@ func (o *Objects) sortByName() {
 	slices.SortStableFunc(o.Secrets, func(a, b state.Secret) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(o.Affinities, func(a, b state.BlockAffinity) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(o.Pools, func(a, b state.IPPool) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(o.Pods, func(a, b state.Pod) int { return cmp.Compare(a.Key(), b.Key()) })
 }
 
 // LoadDir reads every manifest file of dir once: the objects, and the
@@ -128,13 +133,20 @@ func LoadDir(dir string) (Objects, []state.Problem) {
 	return LoadDirIn(dir, state.DefaultNamespace)
 }
 
-// LoadDirIn is LoadDir for an agent whose Secrets are in namespace.
+// LoadDirIn is LoadDir for an agent whose Secrets are in namespace; it
+// reads no Pod (LoadDirOn does).
 func LoadDirIn(dir, namespace string) (Objects, []state.Problem) {
+	return LoadDirOn(dir, namespace, "")
+}
+
+// LoadDirOn is LoadDirIn for an agent on node: the Pods whose
+// spec.nodeName is node are read too (none when node is empty).
+func LoadDirOn(dir, namespace, node string) (Objects, []state.Problem) {
 	files, err := readManifestDir(dir)
 	if err != nil {
 		return Objects{}, []state.Problem{dirProblem(err)}
 	}
-	objs, probs := loadFiles(files, namespace)
+	objs, probs := loadFiles(files, namespace, node)
 	var out []state.Problem
 	for _, f := range files {
 		out = append(out, probs[fileSource(f.name)]...)
@@ -162,9 +174,9 @@ func dirProblem(err error) state.Problem {
 // loadFiles decodes files, in order, into Objects and the problems of each
 // file that has any, by source. The first definition of a kind and name
 // wins; later ones are problems on their own file.
-func loadFiles(files []fileInput, namespace string) (Objects, map[string][]state.Problem) {
+func loadFiles(files []fileInput, namespace, node string) (Objects, map[string][]state.Problem) {
 	return loadFilesRetaining(files, nil, func(f fileInput) ([]manifestObject, []fileProblem) {
-		return decodeManifestIn(f.data, namespace)
+		return decodeManifestIn(f.data, namespace, node)
 	})
 }
 

@@ -45,6 +45,7 @@ var manifestKinds = map[string]manifestKind{
 	"calico/IPPool":           {state.KindIPPool, decodeManifestPool},
 	"v1/Node":                 {state.KindNode, decodeManifestNode},
 	"v1/Secret":               {state.KindSecret, decodeManifestSecret},
+	"v1/Pod":                  {state.KindPod, decodeManifestPod},
 }
 
 // Calico objects are decoded strictly (unknown or duplicate fields are an
@@ -103,6 +104,29 @@ func decodeManifestNode(raw []byte) (any, string, error) {
 	var n corev1.Node
 	err := yaml.Unmarshal(raw, &n)
 	return Node(&n), n.Name, err
+}
+
+// manifestPod is a decoded Pod with the node it is on, which decides
+// whether it is read at all (fileDecoder.object).
+type manifestPod struct {
+	pod  state.Pod
+	node string
+}
+
+// decodeManifestPod reads a Pod leniently, as a Node (only what
+// docs/routes.md §8.1 rule 3 reads, and a Pod dumped from a cluster carries
+// many fields); its name is NAMESPACE/NAME, "default" when it has none.
+func decodeManifestPod(raw []byte) (any, string, error) {
+	var p corev1.Pod
+	err := yaml.Unmarshal(raw, &p)
+	if p.Namespace == "" {
+		p.Namespace = "default"
+	}
+	name := ""
+	if p.Name != "" {
+		name = p.Namespace + "/" + p.Name
+	}
+	return manifestPod{pod: Pod(&p), node: p.Spec.NodeName}, name, err
 }
 
 // decodeManifestSecret never returns the decoder's own error, which may

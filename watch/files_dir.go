@@ -52,6 +52,9 @@ type Dir struct {
 	// Namespace is the agent's: Secrets of another are not read
 	// (state.DefaultNamespace when empty). Set it before Run.
 	Namespace string
+	// Node is the agent's: only its Pods are read (none when empty). Set
+	// it before Run.
+	Node string
 
 	dir string
 	log *slog.Logger
@@ -284,7 +287,7 @@ func (r *dirReload) decode(f fileInput) ([]manifestObject, []fileProblem) {
 	if ns == "" {
 		ns = state.DefaultNamespace
 	}
-	objs, fps := decodeManifestIn(f.data, ns)
+	objs, fps := decodeManifestIn(f.data, ns, r.d.Node)
 	if _, live := r.files[f.name]; live {
 		r.cache[f.name] = decoded{data: f.data, objs: objs, fps: fps}
 	}

@@ -21,6 +21,7 @@ type fileProblem struct {
 // objects and problems.
 type fileDecoder struct {
 	namespace string // the agent's: Secrets of another namespace are not read
+	node      string // the agent's: Pods of another node are not read
 	objects   []manifestObject
 	problems  []fileProblem
 }
@@ -35,12 +36,12 @@ type docPos struct {
 // decodeManifest decodes every document of a file. A document that cannot
 // be read is a problem and is skipped; the others still load.
 func decodeManifest(data []byte) ([]manifestObject, []fileProblem) {
-	return decodeManifestIn(data, state.DefaultNamespace)
+	return decodeManifestIn(data, state.DefaultNamespace, "")
 }
 
 // decodeManifestIn is decodeManifest for an agent in namespace.
-func decodeManifestIn(data []byte, namespace string) ([]manifestObject, []fileProblem) {
-	d := &fileDecoder{namespace: namespace}
+func decodeManifestIn(data []byte, namespace, node string) ([]manifestObject, []fileProblem) {
+	d := &fileDecoder{namespace: namespace, node: node}
 	for _, doc := range splitManifest(data) {
 		d.document(doc)
 	}
@@ -111,6 +112,12 @@ func (d *fileDecoder) object(tree any, raw []byte, pos docPos, secrets []string)
 	if name == "" {
 		d.problem(pos, pos.line, kind+": missing metadata.name", secrets)
 		return
+	}
+	if p, ok := value.(manifestPod); ok {
+		if d.node == "" || p.node != d.node {
+			return // another node's Pod, silently: only this node's are read (docs/routes.md "Amendment to §1")
+		}
+		value = p.pod
 	}
 	d.objects = append(d.objects, manifestObject{kind: mk.kind, name: name, label: label,
 		line: pos.line, value: value, secrets: secrets})

@@ -22,8 +22,8 @@ import (
 func FuzzLoadDocument(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		files := []fileInput{{name: "f.yaml", data: data}}
-		_, probs := loadFiles(files, state.DefaultNamespace)
-		_, again := loadFiles(files, state.DefaultNamespace)
+		_, probs := loadFiles(files, state.DefaultNamespace, "node-a")
+		_, again := loadFiles(files, state.DefaultNamespace, "node-a")
 		if !slices.Equal(probs["file/f.yaml"], again["file/f.yaml"]) {
 			t.Fatalf("not deterministic: %v then %v", probs, again)
 		}

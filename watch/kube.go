@@ -36,11 +36,13 @@ type KubeConfig struct {
 	Discovery discovery.DiscoveryInterface // for the API group auto-detection
 	Group     string                       // GroupCRD (default when empty), GroupV3 or GroupAuto
 	Namespace string                       // where password Secrets live
+	Node      string                       // this node: its BlockAffinities and Pods only
 	Log       *slog.Logger                 // nil: slog.Default()
 }
 
 // Kube is the Kubernetes source: a reflector per kind (BGPPeer,
-// BGPConfiguration, BGPFilter, Node) feeding a store that turns every
+// BGPConfiguration, BGPFilter, Node, BlockAffinity, IPPool, and this
+// node's Pods; docs/routes.md "Amendment to §1") feeding a store that turns every
 // (re)list into one SourceSynced and every watch event into an upsert or a
 // delete, plus one watch per referenced Secret name.
 type Kube struct {
@@ -64,6 +66,9 @@ type runScope struct {
 func NewKube(cfg KubeConfig) (*Kube, error) {
 	if cfg.Client == nil || cfg.Dynamic == nil {
 		return nil, errors.New("kube source: a typed and a dynamic client are required")
+	}
+	if cfg.Node == "" {
+		return nil, errors.New("kube source: the node name is required")
 	}
 	if cfg.Group == "" {
 		cfg.Group = GroupCRD
@@ -107,12 +112,6 @@ func (k *Kube) Run(ctx context.Context, dispatch func(state.Action)) error {
 	k.log.Info("kube source started", "group", group, "namespace", k.cfg.Namespace)
 	for _, s := range k.sources(gv, dispatch) {
 		wg.Go(func() { s.RunWithContext(ctx) })
-	}
-	// BlockAffinities, IPPools and Pods are not watched from the cluster
-	// yet: they are reported as complete and empty, so that the sync gate
-	// (docs/routes.md "Amendment to §1") opens and nothing is advertised.
-	for _, kind := range []state.Kind{state.KindBlockAffinity, state.KindIPPool, state.KindPod} {
-		dispatch(state.SourceSynced{Kind: kind})
 	}
 	<-ctx.Done()
 	k.end()

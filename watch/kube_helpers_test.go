@@ -26,6 +26,9 @@ import (
 
 const testNS = "calico-vpp-dataplane"
 
+// testNodeName is the node the test Kube runs on.
+const testNodeName = "node-a"
+
 // actionRecorder collects dispatched actions; waiters are woken on each one.
 type actionRecorder struct {
 	mu      sync.Mutex
@@ -166,6 +169,7 @@ func (c *watchCounter) wait(t *testing.T, n int, resources ...string) {
 
 var calicoResources = map[string]string{
 	"bgppeers": "BGPPeerList", "bgpconfigurations": "BGPConfigurationList", "bgpfilters": "BGPFilterList",
+	"blockaffinities": "BlockAffinityList", "ippools": "IPPoolList",
 }
 
 // newKubeFakes registers the Calico list kinds in both groups.
@@ -190,7 +194,7 @@ func newKubeFakes(core []runtime.Object, calico ...runtime.Object) kubeFakes {
 // startKube runs a Kube over f until the test ends; Run's return is awaited.
 func startKube(t *testing.T, f kubeFakes, group string, before func(*Kube)) (*Kube, *actionRecorder) {
 	t.Helper()
-	k, err := NewKube(KubeConfig{Client: f.client, Dynamic: f.dyn, Discovery: f.disc, Group: group, Namespace: testNS,
+	k, err := NewKube(KubeConfig{Client: f.client, Dynamic: f.dyn, Discovery: f.disc, Group: group, Namespace: testNS, Node: testNodeName,
 		Log: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +254,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 func waitSynced(t *testing.T, f kubeFakes, r *actionRecorder) int {
 	t.Helper()
 	end := waitLists(t, r)
-	f.opened.wait(t, 1, "bgppeers", "bgpconfigurations", "bgpfilters", "nodes")
+	f.opened.wait(t, 1, "bgppeers", "bgpconfigurations", "bgpfilters", "nodes", "blockaffinities", "ippools", "pods")
 	return end
 }
 

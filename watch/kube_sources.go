@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kwatch "k8s.io/apimachinery/pkg/watch"
@@ -20,7 +21,7 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// sources builds the reflectors of the four listed kinds.
+// sources builds the reflectors of the seven listed kinds.
 func (k *Kube) sources(gv schema.GroupVersion, dispatch func(state.Action)) []*cache.Reflector {
 	nodes := newKindStore(nodeCodec(), dispatch, k.log)
 	nodeLW := &observedLW{client: k.cfg.Client, observe: nodes.observe,
@@ -35,7 +36,29 @@ func (k *Kube) sources(gv schema.GroupVersion, dispatch func(state.Action)) []*c
 		k.calico(gv, "bgpconfigurations", "BGPConfiguration", newKindStore(configCodec(), dispatch, k.log)),
 		k.calico(gv, "bgpfilters", "BGPFilter", newKindStore(filterCodec(), dispatch, k.log)),
 		k.reflector("nodes", nodeLW, &corev1.Node{}, nodes),
+		k.calico(gv, "blockaffinities", "BlockAffinity", newKindStore(affinityCodec(k.cfg.Node), dispatch, k.log)),
+		k.calico(gv, "ippools", "IPPool", newKindStore(poolCodec(), dispatch, k.log)),
+		k.pods(dispatch),
 	}
+}
+
+// pods is the reflector of this node's Pods (docs/routes.md "Amendment to
+// §1"): listed and watched with the field selector spec.nodeName=N, in
+// every namespace, so that the API server sends no other node's Pod.
+func (k *Kube) pods(dispatch func(state.Action)) *cache.Reflector {
+	store := newKindStore(podCodec(k.cfg.Node), dispatch, k.log)
+	sel := fields.OneTermEqualSelector("spec.nodeName", k.cfg.Node).String()
+	pods := k.cfg.Client.CoreV1().Pods(metav1.NamespaceAll)
+	lw := &observedLW{client: k.cfg.Client, observe: store.observe,
+		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return pods.List(ctx, o)
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+			o.FieldSelector = sel
+			return pods.Watch(ctx, o)
+		}}
+	return k.reflector("pods", lw, &corev1.Pod{}, store)
 }
 
 // calico is the reflector of one Calico resource through the dynamic client.
@@ -118,6 +141,77 @@ func nodeCodec() kindCodec[state.Node] {
 		remove: func(n string) state.Action { return state.NodeDeleted{Name: n} },
 		synced: func(vs []state.Node) []state.Action {
 			return []state.Action{state.SourceSynced{Kind: state.KindNode, Nodes: vs}}
+		},
+	}
+}
+
+// affinityCodec: BlockAffinities in either group, this node's only
+// (docs/routes.md "Amendment to §1"). Calico's CRDs offer no field
+// selector on spec.node, and its hostname-hash label is missing on
+// affinities older Calico wrote, so every affinity is listed and another
+// node's is dropped here, before anything is dispatched. One whose
+// spec.node is empty or not a string is kept: the reducer reports it
+// (docs/routes.md §11.1).
+func affinityCodec(node string) kindCodec[state.BlockAffinity] {
+	return kindCodec[state.BlockAffinity]{
+		decode: calicoDecoder(Affinity), object: kindObjectName(state.KindBlockAffinity),
+		listProblem: "source/" + string(state.KindBlockAffinity),
+		keep: func(obj any) bool {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return false
+			}
+			n, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "node")
+			s, isString := n.(string)
+			return !isString || s == "" || s == node
+		},
+		upsert: func(v state.BlockAffinity) state.Action { return state.BlockAffinityUpserted{Affinity: v} },
+		remove: func(n string) state.Action { return state.BlockAffinityDeleted{Name: n} },
+		synced: func(vs []state.BlockAffinity) []state.Action {
+			return []state.Action{state.SourceSynced{Kind: state.KindBlockAffinity, Affinities: vs}}
+		},
+	}
+}
+
+// poolCodec: IPPools in either group, by name.
+func poolCodec() kindCodec[state.IPPool] {
+	return kindCodec[state.IPPool]{
+		decode: calicoDecoder(Pool), object: kindObjectName(state.KindIPPool),
+		listProblem: "source/" + string(state.KindIPPool),
+		upsert:      func(v state.IPPool) state.Action { return state.IPPoolUpserted{Pool: v} },
+		remove:      func(n string) state.Action { return state.IPPoolDeleted{Name: n} },
+		synced: func(vs []state.IPPool) []state.Action {
+			return []state.Action{state.SourceSynced{Kind: state.KindIPPool, Pools: vs}}
+		},
+	}
+}
+
+// podCodec: this node's Pods, by NAMESPACE/NAME, only what docs/routes.md
+// §8.1 rule 3 reads. The field selector already narrows the watch; a Pod
+// of another node is dropped here too (client-go's fakes ignore field
+// selectors, and a Pod's nodeName never changes once set).
+func podCodec(node string) kindCodec[state.Pod] {
+	return kindCodec[state.Pod]{
+		object: kindObjectName(state.KindPod), listProblem: "source/" + string(state.KindPod),
+		namespaced: true,
+		keep: func(obj any) bool {
+			p, ok := obj.(*corev1.Pod)
+			return ok && p.Spec.NodeName == node
+		},
+		decode: func(obj any) (state.Pod, error) {
+			p, ok := obj.(*corev1.Pod)
+			if !ok {
+				return state.Pod{}, fmt.Errorf("not a Pod: %T", obj)
+			}
+			return Pod(p), nil
+		},
+		upsert: func(v state.Pod) state.Action { return state.PodUpserted{Pod: v} },
+		remove: func(key string) state.Action {
+			ns, name, _ := strings.Cut(key, "/")
+			return state.PodDeleted{Namespace: ns, Name: name}
+		},
+		synced: func(vs []state.Pod) []state.Action {
+			return []state.Action{state.SourceSynced{Kind: state.KindPod, Pods: vs}}
 		},
 	}
 }

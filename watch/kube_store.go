@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,12 @@ type kindCodec[T any] struct {
 	// listProblem, when set, is the problem object a 403 on the list or
 	// watch is reported under; otherwise such errors are only logged.
 	listProblem string
+	// keep, when set, drops objects at the edge by their content (another
+	// node's BlockAffinity or Pod): such an object dispatches nothing, and
+	// one that was kept and no longer is goes as a remove.
+	keep func(obj any) bool
+	// namespaced: objects are keyed and named "NAMESPACE/NAME".
+	namespaced bool
 }
 
 // storeEntry is what the store remembers of an object: enough to drop an
@@ -81,13 +88,23 @@ func (s *kindStore[T]) stop() {
 }
 
 func (s *kindStore[T]) upsert(obj any) {
-	name, rv, ok := objectIdentity(obj)
+	name, rv, ok := s.identity(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !ok || s.stopped || !s.accepts(name) {
 		return
 	}
 	old, had := s.seen[name]
+	if !s.keeps(obj) {
+		if had { // kept before (its node changed): gone for us
+			delete(s.seen, name)
+			s.reportObject(name, old.problem, "")
+			if old.problem == "" {
+				s.dispatch(s.codec.remove(name))
+			}
+		}
+		return
+	}
 	if had && rv != "" && rv == old.rv {
 		return
 	}
@@ -108,13 +125,16 @@ func (s *kindStore[T]) upsert(obj any) {
 
 // Delete implements cache.ReflectorStore; tombstones are unwrapped.
 func (s *kindStore[T]) Delete(obj any) error {
-	name, ok := deletedName(obj)
+	name, ok := s.deletedKey(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !ok || s.stopped || !s.accepts(name) {
 		return nil
 	}
 	old, had := s.seen[name]
+	if !had && s.codec.keep != nil {
+		return nil // never dispatched: dropped at the edge, or already removed
+	}
 	delete(s.seen, name)
 	s.reportObject(name, old.problem, "")
 	if !had || old.problem == "" {
@@ -132,7 +152,7 @@ func (s *kindStore[T]) Replace(list []any, _ string) error {
 	}
 	next := make(map[string]storeEntry[T], len(list))
 	for _, obj := range list {
-		if name, rv, ok := objectIdentity(obj); ok && s.accepts(name) {
+		if name, rv, ok := s.identity(obj); ok && s.accepts(name) && s.keeps(obj) {
 			next[name] = s.entry(obj, rv)
 		}
 	}
@@ -171,6 +191,37 @@ func (s *kindStore[T]) observe(err error) {
 		// while it lasts (the reflector retries with backoff).
 		s.setListProblem("unavailable: " + err.Error())
 	}
+}
+
+func (s *kindStore[T]) keeps(obj any) bool {
+	return s.codec.keep == nil || s.codec.keep(obj)
+}
+
+// identity is an object's key (its name, or NAMESPACE/NAME) and
+// resourceVersion.
+func (s *kindStore[T]) identity(obj any) (key, rv string, ok bool) {
+	name, rv, ok := objectIdentity(obj)
+	if ok && s.codec.namespaced {
+		m, _ := meta.Accessor(obj)
+		name = m.GetNamespace() + "/" + name
+	}
+	return name, rv, ok
+}
+
+// deletedKey is the key of a deleted object or of a tombstone's.
+func (s *kindStore[T]) deletedKey(obj any) (string, bool) {
+	if !s.codec.namespaced {
+		return deletedName(obj)
+	}
+	tomb, isTomb := obj.(cache.DeletedFinalStateUnknown)
+	if !isTomb {
+		key, _, ok := s.identity(obj)
+		return key, ok
+	}
+	if key, _, ok := s.identity(tomb.Obj); ok {
+		return key, true
+	}
+	return tomb.Key, strings.Contains(tomb.Key, "/")
 }
 
 func (s *kindStore[T]) accepts(name string) bool {

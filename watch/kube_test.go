@@ -67,10 +67,11 @@ func TestNewKubeChecksConfig(t *testing.T) {
 		cfg  KubeConfig
 		err  string
 	}{
-		{name: "valid-default-group", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn}},
+		{name: "valid-default-group", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn, Node: testNodeName}},
+		{name: "missing-node", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn}, err: "node name is required"},
 		{name: "missing-dynamic-client", cfg: KubeConfig{Client: f.client}, err: "dynamic client are required"},
-		{name: "unknown-group", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn, Group: "v3"}, err: "unknown API group"},
-		{name: "auto-without-discovery", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn, Group: GroupAuto},
+		{name: "unknown-group", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn, Node: testNodeName, Group: "v3"}, err: "unknown API group"},
+		{name: "auto-without-discovery", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn, Node: testNodeName, Group: GroupAuto},
 			err: "needs a discovery client"},
 	}
 	for _, tc := range cases {

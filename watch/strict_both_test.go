@@ -49,6 +49,24 @@ kind: BGPConfiguration
 metadata: {name: default}
 spec: {asNumber: 65000, ignoredInterfacez: [eth9]}
 `},
+		{name: "affinity-unknown-crd", want: []string{"spec.nodez"}, codec: decodeWith(affinityCodec("node-a").decode), doc: `
+apiVersion: crd.projectcalico.org/v1
+kind: BlockAffinity
+metadata: {name: node-a-10-244-0-0-26}
+spec: {node: node-a, cidr: 10.244.0.0/26, state: confirmed, deleted: "false", nodez: node-b}
+`},
+		{name: "affinity-unknown-v3", want: []string{"spec.weight"}, codec: decodeWith(affinityCodec("node-a").decode), doc: `
+apiVersion: projectcalico.org/v3
+kind: BlockAffinity
+metadata: {name: node-a-10-244-0-0-26}
+spec: {node: node-a, cidr: 10.244.0.0/26, state: confirmed, deleted: false, weight: 3}
+`},
+		{name: "pool-unknown", want: []string{"spec.disableBGPExportz"}, codec: decodeWith(poolCodec().decode), doc: `
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool1}
+spec: {cidr: 10.244.0.0/16, disableBGPExportz: true}
+`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,6 +108,10 @@ func unsupportedOf(v any) []string {
 		return x.Unsupported
 	case state.BGPConfiguration:
 		return x.Unsupported
+	case state.BlockAffinity:
+		return x.Unsupported
+	case state.IPPool:
+		return x.Unsupported
 	}
 	return nil
 }
@@ -107,6 +129,10 @@ func problemsOf(v any) []state.Problem {
 		s = reducer.Reduce(s, state.PeerUpserted{Peer: state.BGPPeer{Name: "p", PeerIP: "192.0.2.9", ASNumber: 65001, Filters: []string{x.Name}}})
 	case state.BGPConfiguration:
 		s = reducer.Reduce(s, state.ConfigUpserted{Config: x})
+	case state.BlockAffinity:
+		s = reducer.Reduce(s, state.BlockAffinityUpserted{Affinity: x})
+	case state.IPPool:
+		s = reducer.Reduce(s, state.IPPoolUpserted{Pool: x})
 	}
 	return s.AllProblems()
 }

@@ -69,7 +69,7 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 		kubeDone: make(chan struct{}), started: time.Now()}
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	kube, err := watch.NewKube(watch.KubeConfig{Client: cs, Dynamic: dyn, Discovery: cs.Discovery(),
-		Group: c.group, Namespace: ns, Log: log})
+		Group: c.group, Namespace: ns, Node: clusterNode, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,11 @@ func (e *clusterEnv) upsert(ri dynamic.ResourceInterface, o *unstructured.Unstru
 
 func clusterCalicoResource(group, kind string) schema.GroupVersionResource {
 	gv, _ := schema.ParseGroupVersion(group)
-	return gv.WithResource(strings.ToLower(kind) + "s")
+	plural := strings.ToLower(kind) + "s"
+	if strings.HasSuffix(plural, "ys") { // blockaffinity → blockaffinities
+		plural = strings.TrimSuffix(plural, "ys") + "ies"
+	}
+	return gv.WithResource(plural)
 }
 
 // putCalico creates or replaces a cluster-scoped Calico object of group.

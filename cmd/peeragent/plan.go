@@ -62,7 +62,7 @@ func MakePlan(dir, node string, opts state.Options) Plan {
 	if ns == "" {
 		ns = state.DefaultNamespace
 	}
-	objs, probs := watch.LoadDirIn(dir, ns) // docs/semantics.md §1: the agent's namespace only
+	objs, probs := watch.LoadDirOn(dir, ns, node) // docs/semantics.md §1: the agent's namespace only; this node's Pods only
 	var acts []state.Action
 	if len(probs) > 0 {
 		acts = append(acts, state.InputProblemsReported{Source: "file/" + dir, Problems: probs})

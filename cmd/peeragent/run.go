@@ -190,6 +190,7 @@ func newSource(f *runFlags, log *slog.Logger) (source, error) {
 		}
 		d := watch.NewDir(f.from, log)
 		d.Namespace = f.opts().Namespace // docs/semantics.md §1: Secrets of the agent's namespace only
+		d.Node = f.node                  // docs/routes.md "Amendment to §1": this node's Pods only
 		return d, nil
 	}
 	return newKube(f, log)
@@ -215,5 +216,5 @@ func newKube(f *runFlags, log *slog.Logger) (source, error) {
 		return nil, err
 	}
 	return watch.NewKube(watch.KubeConfig{Client: client, Dynamic: dyn, Discovery: client.Discovery(),
-		Group: group, Namespace: f.opts().Namespace, Log: log})
+		Group: group, Namespace: f.opts().Namespace, Node: f.node, Log: log})
 }
