@@ -54,6 +54,7 @@ type Scheduler struct {
 
 	mu      sync.Mutex
 	peers   map[netip.Addr]*backoff
+	paths   map[netip.Prefix]*backoff // own path calls (paths.go)
 	tokens  uint64
 	stopped bool
 }
@@ -89,6 +90,10 @@ func (s *Scheduler) Observe(a state.Action) {
 		s.failed(netip.Addr{}, 0, peerKind)
 	case state.ServerApplied:
 		s.applied(netip.Addr{}, 0, peerKind)
+	case state.PathApplyFailed:
+		s.pathFailed(a.Prefix.Masked(), a.Gen)
+	case state.PathApplied:
+		s.pathApplied(a.Prefix.Masked(), a.Gen)
 	}
 }
 
@@ -101,6 +106,7 @@ func (s *Scheduler) Stop() {
 		b.cancel()
 		delete(s.peers, addr)
 	}
+	s.stopPaths()
 }
 
 // failed starts a retry round unless one is already pending for this

@@ -181,13 +181,14 @@ func runSteps(t *testing.T, jitter float64, steps []step) {
 			}
 		}
 		clock.Advance(st.advance)
-		if diff := cmp.Diff(st.want, rec.take(), cmpopts.EquateEmpty(), cmp.Comparer(addrEqual)); diff != "" {
+		if diff := cmp.Diff(st.want, rec.take(), cmpopts.EquateEmpty(), cmp.Comparer(addrEqual), cmp.Comparer(prefixEqual)); diff != "" {
 			t.Errorf("step %d: dispatched (-want +got):\n%s", i, diff)
 		}
 	}
 }
 
-func addrEqual(a, b netip.Addr) bool { return a == b }
+func addrEqual(a, b netip.Addr) bool     { return a == b }
+func prefixEqual(a, b netip.Prefix) bool { return a == b }
 
 // TestSchedulerRealClock: with the default clock and randomness a retry
 // arrives within the jittered first delay, stamped with the time.
