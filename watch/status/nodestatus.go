@@ -62,7 +62,9 @@ func (n *nodeStatuses) write(ctx context.Context, now time.Time, s state.State) 
 			period = time.Duration(*p) * time.Second
 		}
 		want := Desired(s, cns.Spec.Classes, n.version)
-		if sameStatus(want, cns.Status) {
+		// A status never written is written even when all zero: its
+		// lastUpdated shows that the agent reports.
+		if _, has := u.Object["status"]; has && sameStatus(want, cns.Status) {
 			continue
 		}
 		if due := n.written[u.GetName()].Add(period); now.Before(due) {
