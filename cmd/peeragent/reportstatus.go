@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
@@ -48,14 +49,16 @@ func newStatusReporter(f *runFlags, log *slog.Logger) (*statusReporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newStatusReporterFor(client, dyn, group, f.node, log)
+	return newStatusReporterFor(client, dyn, group, f.node, 0, log)
 }
 
-func newStatusReporterFor(client kubernetes.Interface, dyn dynamic.Interface, group, node string, log *slog.Logger) (*statusReporter, error) {
+// newStatusReporterFor is newStatusReporter over given clients; eventGap
+// 0 is status.DefaultEventGap (tests shorten it).
+func newStatusReporterFor(client kubernetes.Interface, dyn dynamic.Interface, group, node string, eventGap time.Duration, log *slog.Logger) (*statusReporter, error) {
 	b := record.NewBroadcaster()
 	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "peeragent", Host: node})
 	r, err := status.New(status.Config{Dynamic: dyn, Group: group, Node: node, Recorder: rec,
-		Version: buildinfo.Read().Version, Log: log})
+		Version: buildinfo.Read().Version, Log: log, EventGap: eventGap})
 	if err != nil {
 		b.Shutdown()
 		return nil, err
