@@ -23,8 +23,8 @@ import (
 type clusterAgentConfig struct {
 	rest      *rest.Config // nil: admin
 	group     string
-	namespace string // the agent's secrets namespace; "" is the default
-	realBGP   bool   // the real GoBGP executor (on 127.0.0.1) instead of an acknowledging fake
+	namespace string              // the agent's secrets namespace; "" is the default
+	realBGP   bool                // the real GoBGP executor (on 127.0.0.1) instead of an acknowledging fake
 	published []func(state.State) // more observers of published States
 }
 
