@@ -13,6 +13,7 @@ const (
 	churnCore  = "BenchmarkChurn/instant"
 	memState   = "BenchmarkMemory/state"
 	memChurn   = "BenchmarkMemory/churn=100000"
+	ownPaths   = "BenchmarkOwnPaths"
 )
 
 // target is one performance goal of the agent and how to read it from the
@@ -45,6 +46,7 @@ var targets = []target{
 	{"churn: at least 5,000 in-place changes/s sustained with 10,000 neighbors", churnGoBGP, "steady-events/s", atLeast(5000), format("%.0f/s")},
 	{"churn: p99 dispatch-to-call of in-place changes under 5 ms", churnGoBGP, "p99-ms", below(5), ms},
 	{"churn: at least 100x the old way's throughput", churnGoBGP, "max/old", atLeast(100), format("%.0fx")},
+	{"10,000 own paths in GoBGP's RIB within 1.25x of a bare AddPath loop", ownPaths, "agent/floor", atMost(1.25), format("%.2fx")},
 	{"at most 4 KiB of agent heap per neighbor", memState, "B/neighbor", atMost(4096), func(v float64) string { return count(v) + " B" }},
 	{fmt.Sprintf("heap flat over a 100,000-event churn (the second 50,000 grow it at most %d%%)", flatGrowth),
 		memChurn, "late-growth-%", atMost(flatGrowth), format("%+.1f%%")},
