@@ -221,6 +221,8 @@ func logAction(log *slog.Logger, a state.Action) {
 		log.Warn("route apply failed", "address", a.Address, "gen", a.Gen, "error", a.Error)
 	case state.TableRouteApplyFailed:
 		log.Warn("route apply failed", "prefix", a.Prefix, "gen", a.Gen, "error", a.Error)
+	case state.PathApplyFailed:
+		log.Warn("path apply failed", "prefix", a.Prefix, "gen", a.Gen, "error", a.Error)
 	case state.RoutesListed:
 		log.Info("own routes listed", "dataplane", a.Dataplane, "routes", len(a.Routes), "error", a.Error)
 	case state.ServerApplyFailed:

@@ -150,6 +150,7 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 		gen    uint64
 	}
 	table := map[tableKey]string{}
+	paths := map[tableKey]string{} // own path calls (docs/routes.md §10)
 	server := ""
 	for _, r := range results {
 		switch r := r.(type) {
@@ -173,6 +174,10 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 			table[tableKey{r.Prefix, r.Gen}] = res
 		case state.TableRouteApplyFailed:
 			table[tableKey{r.Prefix, r.Gen}] = "failed"
+		case state.PathApplied:
+			paths[tableKey{r.Prefix, r.Gen}] = "applied"
+		case state.PathApplyFailed:
+			paths[tableKey{r.Prefix, r.Gen}] = "failed"
 		case state.ServerApplied:
 			server = "applied"
 		case state.ServerApplyFailed:
@@ -191,6 +196,8 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 			res = result[key{true, effects.Ref{Addr: ref.Addr, Gen: ref.Gen}}]
 		case k == effects.KindReplaceRoute || k == effects.KindRemoveRoute:
 			res = table[tableKey{routePrefix(e), ref.Gen}]
+		case k == effects.KindAddPath || k == effects.KindDeletePath:
+			res = paths[tableKey{routePrefix(e), ref.Gen}]
 		case k.Speaker():
 			res = server
 		}
@@ -214,6 +221,10 @@ func routePrefix(e effects.Effect) netip.Prefix {
 	case effects.ReplaceRoute:
 		return e.Route.Prefix
 	case effects.RemoveRoute:
+		return e.Prefix
+	case effects.AddPath:
+		return e.Path.Prefix
+	case effects.DeletePath:
 		return e.Prefix
 	}
 	return netip.Prefix{}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -44,6 +46,8 @@ func TestCRDs(t *testing.T) {
 		{"ippools-v3", "crds/v3/projectcalico.org_ippools.yaml", "projectcalico.org", "v3", "IPPool", "ippools", nil},
 		{"blockaffinities-v1", "crds/crd.projectcalico.org_blockaffinities.yaml", "crd.projectcalico.org", "v1", "BlockAffinity", "blockaffinities", affinitySpecV1{}},
 		{"blockaffinities-v3", "crds/v3/projectcalico.org_blockaffinities.yaml", "projectcalico.org", "v3", "BlockAffinity", "blockaffinities", affinitySpecV3{}},
+		{"caliconodestatuses-v1", "crds/crd.projectcalico.org_caliconodestatuses.yaml", "crd.projectcalico.org", "v1", "CalicoNodeStatus", "caliconodestatuses", calicov3.CalicoNodeStatusSpec{}},
+		{"caliconodestatuses-v3", "crds/v3/projectcalico.org_caliconodestatuses.yaml", "projectcalico.org", "v3", "CalicoNodeStatus", "caliconodestatuses", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,6 +113,11 @@ func TestCRDs(t *testing.T) {
 			for _, err := range matchSchema("spec", value, &specSchema) {
 				t.Error(err)
 			}
+			if c.kind == "CalicoNodeStatus" { // the agent writes its status
+				for _, err := range matchStatus(root) {
+					t.Error(err)
+				}
+			}
 		})
 	}
 	t.Run("no-untested-crds", func(t *testing.T) {
@@ -134,6 +143,29 @@ func TestCRDs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// matchStatus compares a CalicoNodeStatus schema's status with Calico's
+// Go type, every field filled (lastUpdated set: a zero time is null).
+func matchStatus(root *jsonSchema) []error {
+	var st calicov3.CalicoNodeStatusStatus
+	if err := fill(reflect.ValueOf(&st).Elem()); err != nil {
+		return []error{err}
+	}
+	st.LastUpdated = metav1.Unix(1, 0)
+	j, err := json.Marshal(st)
+	if err != nil {
+		return []error{err}
+	}
+	var value any
+	if err := json.Unmarshal(j, &value); err != nil {
+		return []error{err}
+	}
+	statusSchema, ok := root.Properties["status"]
+	if !ok {
+		return []error{errors.New("no status in the schema (the API server would drop what the agent writes)")}
+	}
+	return matchSchema("status", value, &statusSchema)
 }
 
 // The BlockAffinity spec as the agent reads it (watch.BlockAffinityObject):

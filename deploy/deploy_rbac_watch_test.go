@@ -10,15 +10,21 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
+	"github.com/peeragent/peeragent/watch/status"
 )
 
 // The Calico list kinds the fake dynamic client serves, in both groups.
@@ -31,13 +37,14 @@ var calicoListKinds = map[string]string{
 // over fake clients, in each API group, with a Secret watched, and records
 // every API request it makes: each must be allowed by rbac.yaml, and every
 // resource rbac.yaml grants must be read by some request (the grants are
-// exactly what the watchers use).
+// exactly what the watchers use). The status reporter (watch/status) runs
+// too: its writes are the only ones granted.
 func TestRBACCoversWatchers(t *testing.T) {
 	ms := loadManifests(t)
 	used := map[string]bool{} // "group/resource"
 	for _, group := range []string{watch.GroupCRD, watch.GroupV3} {
 		t.Run(group, func(t *testing.T) {
-			for _, a := range watcherRequests(t, group) {
+			for _, a := range append(watcherRequests(t, group), reporterRequests(t, group)...) {
 				used[a.group+"/"+a.resource] = true
 				if !allowed(ms, a) {
 					t.Errorf("the watchers make %+v, which rbac.yaml does not allow", a)
@@ -133,6 +140,58 @@ func watcherRequests(t *testing.T, group string) []access {
 		t.Fatal(err)
 	}
 	return reqs
+}
+
+// reporterRequests runs a status Reporter of group, over fakes holding a
+// CalicoNodeStatus of its node, with a State whose problems name a BGPPeer
+// and a Secret, until it wrote the status and both Events.
+func reporterRequests(t *testing.T, group string) []access {
+	t.Helper()
+	gvr := schema.GroupVersionResource{Group: strings.Split(group, "/")[0], Version: strings.Split(group, "/")[1], Resource: "caliconodestatuses"}
+	cns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group, "kind": "CalicoNodeStatus",
+		"metadata": map[string]any{"name": "node-a"}, "spec": map[string]any{"node": "node-a", "classes": []any{"BGP"}}}}
+	client := fake.NewClientset()
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{gvr: "CalicoNodeStatusList"}, cns)
+	b := record.NewBroadcaster()
+	defer b.Shutdown()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	r, err := status.New(status.Config{Dynamic: dyn, Group: group, Node: "node-a", Log: slog.New(slog.DiscardHandler),
+		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "peeragent"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := state.New("node-a", state.Options{})
+	for _, k := range state.SyncedKinds {
+		s.Synced[k] = true
+	}
+	s.Out.Problems = s.Out.Problems.Set("peer/tor", []state.Problem{{Object: "bgppeer/tor", Reason: "waiting"}}).
+		Set("secret", []state.Problem{{Object: "secret/" + secretsNamespace + "/tor-md5", Reason: "forbidden"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	r.Observe(s)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		reqs := requests(client.Actions(), dyn.Actions())
+		events, updates := 0, 0
+		for _, a := range reqs {
+			switch {
+			case a.resource == "events" && a.verb == "create":
+				events++
+			case strings.HasPrefix(a.resource, "caliconodestatuses") && a.verb == "update":
+				updates++
+			}
+		}
+		if events >= 2 && updates >= 1 {
+			return reqs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %+v", reqs)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a fake's action log, bounded by the deadline
+	}
 }
 
 // requests turns the fakes' recorded actions into RBAC requests.

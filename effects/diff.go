@@ -46,7 +46,10 @@ func Diff(prev, next state.State) []Effect {
 	}
 	var pe pathEffects
 	if next.Server != (state.Server{}) {
-		pe = diffPaths(basePaths, next.Out.Advertised, baseSets, next.Out.Sets)
+		pe = diffPaths(basePaths, next.Out.Advertised, baseSets, next.Out.Sets, next.Out.PathCalls)
+		if basePaths != nil { // else every path is added anyway
+			pe.retryPaths(prev.Out.PathCalls, next.Out.PathCalls, next.Out.Advertised)
+		}
 	}
 	out = append(append(out, pe.setAdd...), pe.addPath...)
 	for _, k := range changedKeys(baseN, next.Out.Neighbors, baseS, next.Out.Sessions) {

@@ -12,12 +12,19 @@ import (
 // AddPath is GoBGP AddPath of an own path in the global table
 // (docs/routes.md §8.2): NLRI, ORIGIN IGP, the next hop and communities.
 // Idempotent: a path with the same NLRI replaces the previous one, so an
-// attribute change is one AddPath.
-type AddPath struct{ Path *state.Path }
+// attribute change is one AddPath. Gen is the path call's generation
+// (state.PathCall), which the result names.
+type AddPath struct {
+	Path *state.Path
+	Gen  uint64
+}
 
 // DeletePath is GoBGP DeletePath of an own path. Idempotent: an absent
 // path is success.
-type DeletePath struct{ Prefix netip.Prefix }
+type DeletePath struct {
+	Prefix netip.Prefix
+	Gen    uint64
+}
 
 // SetAdd is GoBGP AddDefinedSet with replace: false, adding one prefix to
 // a shared prefix set in place (docs/routes.md §8.3 rule 12). Idempotent.
@@ -58,11 +65,11 @@ func (SetAdd) Address() netip.Addr     { return netip.Addr{} }
 func (SetDel) Address() netip.Addr     { return netip.Addr{} }
 func (e ResetOut) Address() netip.Addr { return e.Addr }
 
-func (AddPath) Ref() Ref    { return Ref{Kind: KindAddPath} }
-func (DeletePath) Ref() Ref { return Ref{Kind: KindDeletePath} }
-func (SetAdd) Ref() Ref     { return Ref{Kind: KindSetAdd} }
-func (SetDel) Ref() Ref     { return Ref{Kind: KindSetDel} }
-func (e ResetOut) Ref() Ref { return Ref{Kind: KindResetOut, Addr: e.Addr} }
+func (e AddPath) Ref() Ref    { return Ref{Kind: KindAddPath, Gen: e.Gen} }
+func (e DeletePath) Ref() Ref { return Ref{Kind: KindDeletePath, Gen: e.Gen} }
+func (SetAdd) Ref() Ref       { return Ref{Kind: KindSetAdd} }
+func (SetDel) Ref() Ref       { return Ref{Kind: KindSetDel} }
+func (e ResetOut) Ref() Ref   { return Ref{Kind: KindResetOut, Addr: e.Addr} }
 
 // pathEffects are the set and path changes between two States
 // (docs/routes.md §10): set additions and add-paths go before the
@@ -74,8 +81,14 @@ type pathEffects struct {
 	widened map[string]bool
 }
 
-func diffPaths(prevPaths, nextPaths *pmap.Map[*state.Path], prevSets, nextSets *pmap.Map[state.SetMember]) pathEffects {
+func diffPaths(prevPaths, nextPaths *pmap.Map[*state.Path], prevSets, nextSets *pmap.Map[state.SetMember], calls *pmap.Map[*state.PathCall]) pathEffects {
 	var pe pathEffects
+	gen := func(p netip.Prefix) uint64 {
+		if c, ok := calls.Get(state.PrefixKey(p)); ok {
+			return c.Gen
+		}
+		return 0
+	}
 	pmap.Diff(prevSets, nextSets, func(a, b state.SetMember) bool { return a == b },
 		func(_ string, o state.SetMember, had bool, n state.SetMember, has bool) {
 			if had && (!has || o != n) {
@@ -95,9 +108,9 @@ func diffPaths(prevPaths, nextPaths *pmap.Map[*state.Path], prevSets, nextSets *
 		func(_ string, o *state.Path, had bool, n *state.Path, has bool) {
 			switch {
 			case has && (!had || !o.SameAttrs(n)):
-				pe.addPath = append(pe.addPath, AddPath{Path: n})
+				pe.addPath = append(pe.addPath, AddPath{Path: n, Gen: gen(n.Prefix)})
 			case had && !has:
-				pe.delPath = append(pe.delPath, DeletePath{Prefix: o.Prefix})
+				pe.delPath = append(pe.delPath, DeletePath{Prefix: o.Prefix, Gen: gen(o.Prefix)})
 			}
 		})
 	return pe
@@ -118,4 +131,19 @@ func resetOuts(widened map[string]bool, neighbors *pmap.Map[*state.Neighbor]) []
 		return true
 	})
 	return out
+}
+
+// retryPaths: the calls of failed own paths whose retry came due
+// (state.PathCall.Retry bumped), again under their generation.
+func (pe *pathEffects) retryPaths(prev, next *pmap.Map[*state.PathCall], paths *pmap.Map[*state.Path]) {
+	pmap.Diff(prev, next, same, func(k string, o *state.PathCall, had bool, n *state.PathCall, has bool) {
+		if !had || !has || n.Gen != o.Gen || n.Retry <= o.Retry || n.Phase != state.RoutePhasePending {
+			return
+		}
+		if n.Op == state.PathOpDelete {
+			pe.delPath = append(pe.delPath, DeletePath{Prefix: n.Prefix, Gen: n.Gen})
+		} else if p, ok := paths.Get(k); ok {
+			pe.addPath = append(pe.addPath, AddPath{Path: p, Gen: n.Gen})
+		}
+	})
 }

@@ -157,6 +157,10 @@ func Describe(a state.Action) string {
 		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
 	case state.TableRouteApplyFailed:
 		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
+	case state.PathApplied:
+		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
+	case state.PathApplyFailed:
+		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
 	case state.RoutesListed:
 		id = a.Dataplane
 	case state.BestPathsChanged:

@@ -95,10 +95,12 @@ func (t *tx) derivePath(k string, p netip.Prefix) {
 	if len(origins) == 0 {
 		if old != nil {
 			t.s.Out.Advertised = t.s.Out.Advertised.Delete(k)
+			t.pathCall(k, p, old, nil)
 		}
 		return
 	}
 	n := &state.Path{Prefix: p, NextHop: nh, Communities: t.communitiesOf(p), Origins: origins}
+	t.pathCall(k, p, old, n)
 	if !n.Equal(old) {
 		t.s.Out.Advertised = t.s.Out.Advertised.Set(k, n)
 	}

@@ -39,7 +39,15 @@ func reduceResult(s state.State, a state.Action) state.State {
 	case state.KernelLimitsObserved:
 		t.s.OptmemMax = a.OptmemMax
 		t.checkKeyMemory()
+	case state.PathApplied:
+		t.pathApplied(a)
+	case state.PathApplyFailed:
+		t.pathFailed(a)
 	case state.RetryDue:
+		if a.Path {
+			t.pathRetry(a)
+			break
+		}
 		if a.Prefix.IsValid() {
 			t.routeRetry(a)
 			break

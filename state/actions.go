@@ -107,10 +107,12 @@ type PeerApplyFailed struct {
 // RetryDue: the backoff timer of a failed neighbor (generation Gen) expired;
 // with the zero Address and Gen, the timer of a server that failed to start;
 // with Prefix, the timer of a failed route table entry of generation Gen
-// (docs/routes.md §9.7 rule 3).
+// (docs/routes.md §9.7 rule 3); with Prefix and Path, the timer of a failed
+// own path call of generation Gen (docs/routes.md §10).
 type RetryDue struct {
 	Address netip.Addr   `json:"address"`
 	Prefix  netip.Prefix `json:"prefix,omitzero"`
+	Path    bool         `json:"path,omitempty"`
 	Gen     uint64       `json:"gen"`
 	At      time.Time    `json:"at,omitzero"`
 }

@@ -38,6 +38,8 @@ var actionTypes = map[string]func() Action{
 	"bestPathsChanged":      func() Action { return &BestPathsChanged{} },
 	"endOfRIBReceived":      func() Action { return &EndOfRIBReceived{} },
 	"tick":                  func() Action { return &Tick{} },
+	"pathApplied":           func() Action { return &PathApplied{} },
+	"pathApplyFailed":       func() Action { return &PathApplyFailed{} },
 	"blockAffinityUpserted": func() Action { return &BlockAffinityUpserted{} },
 	"blockAffinityDeleted":  func() Action { return &BlockAffinityDeleted{} },
 	"ipPoolUpserted":        func() Action { return &IPPoolUpserted{} },

@@ -25,6 +25,10 @@ type Dump struct {
 	// phase, attempts and last error (docs/routes.md §9.6, §9.7).
 	Routing Routing       `json:"routing,omitzero"`
 	Routes  []*TableRoute `json:"routes,omitempty"`
+	// PathCalls are the own path calls that failed at least once and have
+	// not succeeded since: phase, attempts and last error (docs/routes.md
+	// §10). Calls that never failed are left out.
+	PathCalls []*PathCall `json:"pathCalls,omitempty"`
 }
 
 // AdvertisedPath is an own path in the dump: the path and its receivers.
@@ -59,6 +63,12 @@ func (s State) Dump() Dump {
 		return true
 	})
 	s.Out.Routes.Range(func(_ string, r *TableRoute) bool { d.Routes = append(d.Routes, r); return true })
+	s.Out.PathCalls.Range(func(_ string, c *PathCall) bool {
+		if c.Attempts > 0 || c.Phase == RoutePhaseFailed {
+			d.PathCalls = append(d.PathCalls, c)
+		}
+		return true
+	})
 	d.Routing = s.Routing
 	d.Problems = s.AllProblems()
 	return d

@@ -77,6 +77,9 @@ type State struct {
 	// Routing is the learned side and the dataplane table as a whole
 	// (docs/routes.md §9).
 	Routing Routing `json:"routing"`
+	// PathSeq counts own path changes; path call generations are drawn from
+	// it (docs/routes.md §10).
+	PathSeq uint64  `json:"pathSeq,omitempty"`
 	Inputs  Inputs  `json:"-"`
 	Out     Derived `json:"-"`
 	Index   Index   `json:"-"`
@@ -115,6 +118,10 @@ type Derived struct {
 	// Routes is the route table, by PrefixKey (docs/routes.md §9.7): own-block
 	// drop routes, learned routes, held routes and removals due.
 	Routes *pmap.Map[*TableRoute]
+	// PathCalls is where the speaker's call of each own path stands, by
+	// PrefixKey (docs/routes.md §10): every advertised path, and withdrawals
+	// not yet applied.
+	PathCalls *pmap.Map[*PathCall]
 }
 
 // AllSynced reports whether every gating source has listed.
@@ -152,7 +159,7 @@ func New(node string, opts Options) State {
 			Neighbors: pmap.New[*Neighbor](), Sessions: pmap.New[*Session](),
 			Problems: pmap.New[[]Problem](), Watches: pmap.New[struct{}](),
 			Advertised: pmap.New[*Path](), Sets: pmap.New[SetMember](),
-			Routes: pmap.New[*TableRoute](),
+			Routes: pmap.New[*TableRoute](), PathCalls: pmap.New[*PathCall](),
 		},
 		Index: newIndex(),
 	}

@@ -23,8 +23,9 @@ import (
 type clusterAgentConfig struct {
 	rest      *rest.Config // nil: admin
 	group     string
-	namespace string // the agent's secrets namespace; "" is the default
-	realBGP   bool   // the real GoBGP executor (on 127.0.0.1) instead of an acknowledging fake
+	namespace string              // the agent's secrets namespace; "" is the default
+	realBGP   bool                // the real GoBGP executor (on 127.0.0.1) instead of an acknowledging fake
+	published []func(state.State) // more observers of published States
 }
 
 // clusterAgent is the agent as run.go wires it, minus HTTP and VPP: the
@@ -80,7 +81,8 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 	}
 	a.watches = &clusterWatches{inner: kube}
 	a.loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(clusterNode, state.Options{Namespace: ns}), Speaker: a.speaker,
-		Secrets: a.watches, Log: log, Journal: 1000, Observer: []func(state.Action){a.seen.observe}})
+		Secrets: a.watches, Log: log, Journal: 1000, Observer: []func(state.Action){a.seen.observe},
+		Published: c.published})
 	ctx, cancel := context.WithCancel(context.Background())
 	loopDone, sessDone := make(chan struct{}), make(chan error, 1)
 	go func() { a.loop.Run(ctx); close(loopDone) }()

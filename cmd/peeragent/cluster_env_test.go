@@ -146,6 +146,9 @@ func clusterCalicoResource(group, kind string) schema.GroupVersionResource {
 	if strings.HasSuffix(plural, "ys") { // blockaffinity → blockaffinities
 		plural = strings.TrimSuffix(plural, "ys") + "ies"
 	}
+	if strings.HasSuffix(plural, "ss") { // caliconodestatus → caliconodestatuses
+		plural = strings.TrimSuffix(plural, "s") + "es"
+	}
 	return gv.WithResource(plural)
 }
 

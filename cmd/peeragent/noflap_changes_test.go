@@ -26,6 +26,10 @@ type noflapCluster struct {
 	configs map[string]state.BGPConfiguration
 	filters map[string]state.BGPFilter
 	secrets map[string]state.Secret
+	// pools, node-a's affinities and node-a's pods (noflap_routes_test.go).
+	pools      map[string]state.IPPool
+	affinities map[string]state.BlockAffinity
+	pods       map[string]state.Pod
 }
 
 func newNoflapCluster(listenPort int, bird, frr netip.AddrPort) *noflapCluster {
@@ -52,6 +56,7 @@ func newNoflapCluster(listenPort int, bird, frr netip.AddrPort) *noflapCluster {
 			Labels: map[string]string{"noflap-role": "worker", "rack": "r2"}}
 		c.configs["node."+n] = state.BGPConfiguration{Name: "node." + n, LogSeverityScreen: "Info"}
 	}
+	c.addRouteObjects()
 	c.setSecret(noflapBirdSec, noflapBirdPw)
 	c.setSecret(noflapFRRSec, noflapFRRPw1)
 	return c
@@ -102,6 +107,8 @@ func (c *noflapCluster) relist(k state.Kind) state.SourceSynced {
 		for _, f := range noflapSorted(c.filters) {
 			a.Filters = append(a.Filters, noflapCloneFilter(f))
 		}
+	default:
+		c.relistRoutes(&a)
 	}
 	return a
 }
@@ -117,6 +124,9 @@ func (c *noflapCluster) churn(i int, r *rand.Rand) (string, state.Action) {
 		n.Labels["noflap-marker"] = "done"
 		c.nodes[n.Name] = n
 		return "node-labels", state.NodeUpserted{Node: noflapCloneNode(n)}
+	}
+	if i%10 >= 7 {
+		return c.churnRoutes(i, r)
 	}
 	switch i % 7 {
 	case 0: // labels of another node, never the one the FRR peer selects
@@ -219,6 +229,7 @@ func (c *noflapCluster) checkInputs(t *testing.T, s state.State) {
 		e, ok := s.Inputs.Secrets.Get(k)
 		return noflapSpec(ok, func() any { return *e }), ok
 	})
+	c.checkRouteInputs(t, s)
 	if probs := s.AllProblems(); len(probs) != 0 {
 		t.Errorf("the State has problems: %v", probs)
 	}

@@ -22,9 +22,13 @@ import (
 // executor on 127.0.0.1, has Established sessions with a real BIRD 2
 // (127.0.0.40) and a real FRR bgpd (127.0.0.41), both with TCP-MD5
 // passwords from Secrets. 1,000 changes that do not concern node-a's two
-// neighbors go through Dispatch; the peers' own counters (BIRD's log and
-// `show protocols all`, FRR's `show bgp neighbors json`) show no reset,
-// and a counting wrapper round the executor shows no call. A password
+// neighbors go through Dispatch, among them changes of other nodes'
+// affinities, node-a's pods that lend out no address, pool fields no rule
+// reads and identical relists of the route kinds (docs/routes.md §10, "Zero
+// calls"), while both peers hold node-a's block; the peers' own counters
+// (BIRD's log and `show protocols all`, FRR's `show bgp neighbors json`)
+// show no reset and no route update, and a counting wrapper round the
+// executor shows no call (no path call either). A password
 // rotation of the FRR peer then proves the counters do see a reset.
 
 const (
@@ -110,6 +114,7 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	t.Logf("both sessions established on all three views %v after start", time.Since(start).Round(time.Millisecond))
 	time.Sleep(time.Second) // let the start-up settle (collisions, first updates) before taking the baseline
 	noflapWaitEstablished(ctx, t, l, birdPeer, frrPeer, birdAddr, frrAddr)
+	noflapWaitBlock(ctx, t, birdPeer, frrPeer, ourAddr)
 	birdBefore, err := birdPeer.Protocol(noflapProto)
 	if err != nil {
 		t.Fatal(err)
@@ -199,6 +204,7 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	if !frrAfter.SameSessionAs(frrBefore) {
 		t.Errorf("FRR's session was reset: before %s, after %s", frrBefore, frrAfter)
 	}
+	noflapSameRoutes(t, birdBefore, birdAfter, frrBefore, frrAfter)
 	for _, a := range []netip.Addr{birdAddr, frrAddr} {
 		if s := noflapSession(l, a); s.Phase != state.PhaseEstablished || s.BGP != "established" || s.Flaps != 0 || s.Gen != ourBefore[a].Gen {
 			t.Errorf("our session with %s: phase %q bgp %q flaps %d gen %d (was gen %d), want established, no flap, same generation",

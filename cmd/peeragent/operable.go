@@ -17,6 +17,9 @@ import (
 // API.
 type operFlags struct {
 	metricsAddr, logFormat, kubeContext, gobgpAPI string
+	// reportStatus: in cluster mode, fill this node's CalicoNodeStatus and
+	// emit Events on the objects problems name (watch/status).
+	reportStatus bool
 	// level is the logger's level, set by runCmd (nil: run's caller made
 	// the logger, and the level is not followed there).
 	level *slog.LevelVar
@@ -26,6 +29,7 @@ func registerOperFlags(fs *flag.FlagSet, o *operFlags) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log line format: text or json")
 	fs.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: the kubeconfig's current context)")
 	fs.StringVar(&o.gobgpAPI, "gobgp-api", "", "serve the embedded GoBGP's gRPC API on this loopback HOST:PORT, for the gobgp CLI of the same release (gobgp -p PORT neighbor); empty: off")
+	fs.BoolVar(&o.reportStatus, "report-status", true, "in cluster mode: fill this node's CalicoNodeStatus objects and emit Events on the BGPPeer, BGPFilter or Secret a problem names; ignored with --from")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9189", "address of the Prometheus /metrics listener, apart from --http-addr so that an in-cluster Prometheus can scrape it (only /metrics); empty: none")
 }
 

@@ -102,6 +102,10 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	reporter, err := newStatusReporter(f, log)
+	if err != nil {
+		return err
+	}
 	var loop *agent.Loop
 	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: gobgpLevel(f.flagLevel()),
 		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI, Report: func(a state.Action) { loop.Dispatch(a) }})
@@ -117,7 +121,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: dpExec,
 		Secrets: src, Log: log, Journal: f.journal,
 		Observer:  []func(state.Action){func(a state.Action) { sched.Observe(a) }},
-		Published: []func(state.State){follow.observe, clock.observe}})
+		Published: []func(state.State){follow.observe, reporter.observe, clock.observe}})
 	loop.Dispatch(effects.ListRoutes(ctx, dp)) // the held routes, before anything is applied (docs/routes.md §9.6)
 	sched = retry.New(loop.Dispatch, nil, nil)
 	defer sched.Stop()
@@ -150,6 +154,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		}
 	}()
 	go (&watch.Kernel{Log: log}).Run(ctx, loop.Dispatch) // docs/semantics.md §4: MD5 failures, optmem_max
+	go reporter.run(ctx)
 	if v, ok := dpExec.(interface {
 		Run(context.Context, func(state.Action)) error
 	}); ok {

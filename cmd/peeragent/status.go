@@ -21,6 +21,11 @@ type statusDump struct {
 	Neighbors []statusNeighbor `json:"neighbors"`
 	Sessions  []*state.Session `json:"sessions"`
 	Problems  []state.Problem  `json:"problems"`
+	// Advertised are the own paths (docs/routes.md §8.1); status counts them.
+	Advertised []json.RawMessage `json:"advertised"`
+	// counts are the speaker's per-neighbor path counts, by address (not
+	// part of /state: read from GET /neighbors/ADDRESS).
+	counts map[string]pathCounts
 }
 
 type statusNeighbor struct {
@@ -58,9 +63,9 @@ func WriteStatus(w io.Writer, d statusDump, now time.Time) {
 	for _, s := range d.Sessions {
 		sessions[s.Address.String()] = s
 	}
-	fmt.Fprintf(w, "node %s: AS %d, router ID %s, listen port %d\n\n", printable(d.Node), d.Server.ASN, addrText(d.Server.RouterID), d.Server.ListenPort)
+	fmt.Fprintf(w, "node %s: AS %d, router ID %s, listen port %d, own paths %d\n\n", printable(d.Node), d.Server.ASN, addrText(d.Server.RouterID), d.Server.ListenPort, len(d.Advertised))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ADDRESS\tAS\tORIGIN\tPHASE\tBGP\tSINCE\tFLAPS\tLAST DOWN\tPASSWORD")
+	fmt.Fprintln(tw, "ADDRESS\tAS\tORIGIN\tPHASE\tBGP\tSINCE\tFLAPS\tLAST DOWN\tADVERTISED\tRECEIVED\tPASSWORD")
 	for _, n := range d.Neighbors {
 		phase, bgp, since, flaps, down := "-", "-", "-", 0, "-"
 		if s := sessions[n.Address]; s != nil {
@@ -75,7 +80,9 @@ func WriteStatus(w io.Writer, d statusDump, now time.Time) {
 		if n.Waiting != "" {
 			phase = "waiting"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", n.Address, n.PeerASN, printable(n.Origin), phase, bgp, since, flaps, printable(down), orDash(n.Password))
+		c, ok := d.counts[n.Address]
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", n.Address, n.PeerASN, printable(n.Origin), phase, bgp, since, flaps, printable(down),
+			countText(c, ok, true), countText(c, ok, false), orDash(n.Password))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nproblems (%d):\n", len(d.Problems))

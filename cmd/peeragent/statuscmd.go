@@ -64,6 +64,7 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	d.counts = fetchPathCounts(ctx, *addr, d)
 	if *out == "json" {
 		return writeIndented(stdout, statusJSON(d))
 	}
@@ -87,12 +88,19 @@ type StatusNeighbor struct {
 	Password       string    `json:"password"`
 	Waiting        string    `json:"waiting,omitempty"`
 	Route          string    `json:"route,omitempty"`
+	// Advertised and Received are the speaker's path counts for the
+	// neighbor: paths sent to it and paths it sent (before the import
+	// policy); absent when the speaker does not have it or cannot say.
+	Advertised *uint64 `json:"advertised,omitempty"`
+	Received   *uint64 `json:"received,omitempty"`
 }
 
 // Status is `peeragent status -o json`.
 type Status struct {
-	Node      string           `json:"node"`
-	Server    state.Server     `json:"server"`
+	Node   string       `json:"node"`
+	Server state.Server `json:"server"`
+	// OwnPaths counts the paths this node advertises (docs/routes.md §8.1).
+	OwnPaths  int              `json:"ownPaths"`
 	Neighbors []StatusNeighbor `json:"neighbors"`
 	Problems  []state.Problem  `json:"problems"`
 }
@@ -102,7 +110,7 @@ func statusJSON(d statusDump) Status {
 	for _, s := range d.Sessions {
 		sessions[s.Address.String()] = s
 	}
-	st := Status{Node: d.Node, Server: d.Server, Neighbors: []StatusNeighbor{}, Problems: d.Problems}
+	st := Status{Node: d.Node, Server: d.Server, OwnPaths: len(d.Advertised), Neighbors: []StatusNeighbor{}, Problems: d.Problems}
 	if st.Problems == nil {
 		st.Problems = []state.Problem{}
 	}
@@ -115,6 +123,10 @@ func statusJSON(d statusDump) Status {
 		}
 		if n.Waiting != "" {
 			row.Phase = "waiting"
+		}
+		if c, ok := d.counts[n.Address]; ok {
+			recv := c.Received
+			row.Advertised, row.Received = c.Advertised, &recv
 		}
 		st.Neighbors = append(st.Neighbors, row)
 	}

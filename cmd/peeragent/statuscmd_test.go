@@ -82,6 +82,18 @@ func TestStatusForms(t *testing.T) {
 		st.Neighbors[0].Phase != "configured" || st.Problems == nil {
 		t.Errorf("status -o json: %+v", st)
 	}
+	if n := st.Neighbors; len(n) != 1 || n[0].Advertised == nil || *n[0].Advertised != 7 || n[0].Received == nil || *n[0].Received != 3 {
+		t.Errorf("status -o json lacks the speaker's advertised 7 and received 3: %+v", st.Neighbors)
+	}
+	table := run()
+	for _, want := range []string{"own paths 0", "ADVERTISED  RECEIVED", "configured"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("status lacks %q:\n%s", want, table)
+		}
+	}
+	if f := strings.Fields(strings.Split(table, "\n")[3]); len(f) < 3 || f[len(f)-3] != "7" || f[len(f)-2] != "3" {
+		t.Errorf("status row lacks advertised 7, received 3 before the password:\n%s", table)
+	}
 	text := run("127.0.0.10")
 	for _, want := range []string{"neighbor 127.0.0.10: AS 65010", "hold 90s (negotiated -), keepalive 30s",
 		"local: route-refresh, multi-protocol ipv4-unicast", "received 3, accepted 2, advertised 7", "phase         configured"} {

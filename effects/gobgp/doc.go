@@ -10,8 +10,10 @@
 //     (a neighbor's remaining effects stop at its first error; the other
 //     neighbors go on), and for each server effect one state.ServerApplied
 //     or state.ServerApplyFailed. AddPath, DeletePath, SetAdd, SetDel and
-//     ResetOut run in the order given and report nothing yet (a failure is
-//     logged). Route and secret-watch effects are not the speaker's and are
+//     ResetOut run in the order given; each AddPath and DeletePath reports
+//     one state.PathApplied or state.PathApplyFailed for its prefix and
+//     generation (docs/routes.md §10), a set or reset-out failure is only
+//     logged. Route and secret-watch effects are not the speaker's and are
 //     ignored.
 //   - Everything is idempotent: deleting what is absent succeeds, adding an
 //     existing peer updates it, and applying the same effects again makes

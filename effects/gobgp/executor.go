@@ -119,8 +119,9 @@ func (e *Executor) Close() error {
 // neighbor address and generation, one PeerApplied or PeerApplyFailed, and
 // for each server effect one ServerApplied or ServerApplyFailed. A
 // neighbor's effects stop at its first error; the other neighbors go on.
-// Path, set and reset-out effects run in Diff's order and report nothing
-// (a failure is logged). VPP route and secret-watch effects are not the
+// Path, set and reset-out effects run in Diff's order; each add-path and
+// delete-path reports one PathApplied or PathApplyFailed (a set or
+// reset-out failure is logged). VPP route and secret-watch effects are not the
 // speaker's and are ignored.
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
 	e.mu.Lock()
@@ -129,7 +130,9 @@ func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.A
 	for _, b := range batches(effs) {
 		switch {
 		case b.path != nil:
-			e.runPath(ctx, b.path)
+			if a := e.runPath(ctx, b.path); a != nil {
+				out = append(out, a)
+			}
 		case b.server != nil:
 			out = append(out, e.runServer(ctx, b.server))
 		default:

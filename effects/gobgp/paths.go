@@ -179,14 +179,31 @@ func (b *policyBuilder) calicoExport(name string) []*api.Statement {
 }
 
 // runPath carries out one path effect in Diff's order (docs/routes.md
-// §10). Its failure is logged; it reports no action yet (per-prefix
-// results are future work, docs/routes.md "Amendment to §1").
-func (e *Executor) runPath(ctx context.Context, eff effects.Effect) {
+// §10). An add-path or delete-path reports its result for its prefix and
+// generation, so that a failure is retried; a set or reset-out failure is
+// logged only.
+func (e *Executor) runPath(ctx context.Context, eff effects.Effect) state.Action {
 	err := ctx.Err()
 	if err == nil {
 		err = e.applyPath(ctx, eff)
 	}
+	var msg string
 	if err != nil {
-		e.log.Warn("speaker path effect failed", "effect", eff.String(), "error", e.secrets.scrub(err.Error()))
+		msg = e.secrets.scrub(eff.String() + ": " + err.Error())
+		e.log.Warn("speaker path effect failed", "effect", eff.String(), "error", msg)
 	}
+	var p netip.Prefix
+	var gen uint64
+	switch x := eff.(type) {
+	case effects.AddPath:
+		p, gen = x.Path.Prefix, x.Gen
+	case effects.DeletePath:
+		p, gen = x.Prefix, x.Gen
+	default:
+		return nil
+	}
+	if err != nil {
+		return state.PathApplyFailed{Prefix: p, Gen: gen, Error: msg, At: e.now()}
+	}
+	return state.PathApplied{Prefix: p, Gen: gen, At: e.now()}
 }

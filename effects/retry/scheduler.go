@@ -62,6 +62,7 @@ type Scheduler struct {
 
 	mu      sync.Mutex
 	peers   map[key]*backoff
+	paths   map[netip.Prefix]*backoff // own path calls (paths.go)
 	tokens  uint64
 	stopped bool
 }
@@ -101,6 +102,10 @@ func (s *Scheduler) Observe(a state.Action) {
 		s.failedKey(key{prefix: a.Prefix.Masked()}, a.Gen, tableKind)
 	case state.TableRouteApplied:
 		s.appliedKey(key{prefix: a.Prefix.Masked()}, a.Gen, tableKind)
+	case state.PathApplyFailed:
+		s.pathFailed(a.Prefix.Masked(), a.Gen)
+	case state.PathApplied:
+		s.pathApplied(a.Prefix.Masked(), a.Gen)
 	}
 }
 
@@ -113,6 +118,7 @@ func (s *Scheduler) Stop() {
 		b.cancel()
 		delete(s.peers, k)
 	}
+	s.stopPaths()
 }
 
 // failed starts a retry round unless one is already pending for this

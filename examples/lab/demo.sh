@@ -13,7 +13,7 @@ trap cleanup EXIT
 for n in a:127.0.0.1 b:127.0.0.2; do
   node=node-${n%%:*} addr=${n#*:}
   "$bin" run --from examples/lab --node "$node" --bgp-listen-address "$addr" \
-    --http-addr "$addr:9179" >"$logs/$node.log" 2>&1 &
+    --http-addr "$addr:9179" --metrics-addr "$addr:9189" >"$logs/$node.log" 2>&1 &
   pids+=($!)
 done
 echo "agents started (logs in $logs); waiting for node-a <-> node-b to be Established..."

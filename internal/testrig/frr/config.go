@@ -8,8 +8,9 @@ import (
 )
 
 // Config is one bgpd instance: a single local address and port, which it
-// listens on and connects from, and the neighbors it peers with. Only IPv4
-// is supported (127.0.0.0/8 gives as many addresses as a test wants).
+// listens on and connects from, and the neighbors it peers with: IPv4
+// (127.0.0.0/8 gives as many addresses as a test wants), or IPv6 (::1) with
+// an IPv4 RouterID, whose neighbors are activated for IPv6 unicast.
 type Config struct {
 	// RouterID is the BGP router ID. Zero means Address.
 	RouterID netip.Addr
@@ -77,8 +78,8 @@ func (c Config) Validate() error {
 	if !c.routerID().Is4() {
 		return fmt.Errorf("frrtest: router ID %v is not IPv4", c.routerID())
 	}
-	if !c.Address.Is4() || c.Port <= 0 || c.Port > 65535 || c.AS == 0 {
-		return fmt.Errorf("frrtest: local address %v (IPv4), port %d, AS %d: all three are required", c.Address, c.Port, c.AS)
+	if !c.Address.IsValid() || c.Port <= 0 || c.Port > 65535 || c.AS == 0 {
+		return fmt.Errorf("frrtest: local address %v, port %d, AS %d: all three are required", c.Address, c.Port, c.AS)
 	}
 	seen := map[netip.Addr]bool{}
 	for _, n := range c.Neighbors {
@@ -99,8 +100,8 @@ func (c Config) Validate() error {
 }
 
 func (n Neighbor) validate() error {
-	if !n.Address.Is4() || n.Port <= 0 || n.Port > 65535 || n.AS == 0 {
-		return fmt.Errorf("frrtest: neighbor address %v (IPv4), port %d, AS %d: all three are required",
+	if !n.Address.IsValid() || n.Port <= 0 || n.Port > 65535 || n.AS == 0 {
+		return fmt.Errorf("frrtest: neighbor address %v, port %d, AS %d: all three are required",
 			n.Address, n.Port, n.AS)
 	}
 	if len(n.Password) > maxPassword || strings.IndexFunc(n.Password, notGraphic) >= 0 {
@@ -176,7 +177,7 @@ func (c Config) globals() []string {
 
 // hostname is sent to peers in the hostname capability.
 func (c Config) hostname() string {
-	return "frrtest-" + strings.ReplaceAll(c.Address.String(), ".", "-")
+	return "frrtest-" + strings.NewReplacer(".", "-", ":", "-").Replace(c.Address.String())
 }
 
 // Render is the bgpd.conf text for c. It is deterministic (same Config,
@@ -200,6 +201,19 @@ func (c Config) Render() string {
 		b.WriteString(" address-family ipv4 unicast\n")
 		for _, p := range c.Announce {
 			fmt.Fprintf(&b, "  network %s\n", p.Masked())
+		}
+		b.WriteString(" exit-address-family\n")
+	}
+	var v6 []Neighbor
+	for _, n := range c.Neighbors {
+		if n.Address.Is6() {
+			v6 = append(v6, n)
+		}
+	}
+	if len(v6) > 0 {
+		b.WriteString(" address-family ipv6 unicast\n")
+		for _, n := range v6 {
+			fmt.Fprintf(&b, "  neighbor %s activate\n", n.Address)
 		}
 		b.WriteString(" exit-address-family\n")
 	}

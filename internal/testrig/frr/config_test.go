@@ -61,6 +61,10 @@ func TestValidate(t *testing.T) {
 	}{
 		{name: "sample-is-valid", change: func(*Config) {}},
 		{name: "ipv6-local", change: func(c *Config) { c.Address = netip.MustParseAddr("::1") }, wantErr: "router ID"},
+		{name: "ipv6-local-with-ipv4-router-id", change: func(c *Config) {
+			c.Address, c.RouterID = netip.MustParseAddr("::1"), netip.MustParseAddr("127.0.0.9")
+			c.Neighbors[0].Address = netip.MustParseAddr("::1")
+		}},
 		{name: "no-port", change: func(c *Config) { c.Port = 0 }, wantErr: "all three are required"},
 		{name: "duplicate-neighbor", change: func(c *Config) { c.Neighbors[1].Address = addrB }, wantErr: "two neighbors"},
 		{name: "password-with-space", change: func(c *Config) { c.Neighbors[0].Password = "a b" }, wantErr: "MD5 password"},

@@ -1,0 +1,100 @@
+package gobgp
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/peeragent/peeragent/internal/testrig/frr"
+	"github.com/peeragent/peeragent/state"
+)
+
+// TestFRRReceivesOwnIPv6Block drives the whole chain, reducer, Diff and
+// executor, against FRR as an eBGP ToR over IPv6 on ::1 (docs/routes.md
+// §8.1 rule 1, §8.2 rule 1): FRR receives the node's confirmed IPv6 block
+// in IPv6 unicast with our next hop and the configured community. The
+// BGPPeer has sourceAddress None, as both speakers share ::1 and the
+// node's IPv6 address is not a local one.
+func TestFRRReceivesOwnIPv6Block(t *testing.T) {
+	frr.Require(t)
+	requireLoopback(t, ourAddr)
+	lo6 := netip.MustParseAddr("::1")
+	const nodeV6, block, frrAS = "fd00:1::a", "fd00:244:0:1::/64", 65040
+	logs := &logBuf{}
+	sp := &speaker{
+		Executor: New(Options{ListenAddresses: []string{ourAddr, lo6.String()}, GoBGPLevel: slog.LevelInfo,
+			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}),
+		addr: ourAddr, port: freePort(t, ourAddr), logs: logs, events: newRecorder(),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sp.WatchSessions(ctx, sp.events.add) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		sp.Close()
+		if t.Failed() {
+			t.Logf("our speaker's log:\n%s", logs.String())
+		}
+	})
+	frrPort := frr.FreePort(t, lo6)
+	peer := frr.Start(t, frr.Config{RouterID: netip.MustParseAddr("127.0.0.40"), Address: lo6, Port: frrPort, AS: frrAS,
+		Neighbors: []frr.Neighbor{{Name: "agent", Address: lo6, Port: int(sp.port), AS: ourAS}}})
+
+	ag := newBirdAgent(t, sp)
+	meshOff := false
+	for _, a := range []state.Action{
+		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{{Name: ourNode, IPv4Address: ourAddr + "/8", IPv6Address: nodeV6 + "/64"}}},
+		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: []state.BGPConfiguration{
+			{Name: "default", NodeToNodeMeshEnabled: &meshOff, PrefixAdvertisements: &[]state.PrefixAdvertisement{
+				{CIDR: "fd00:244::/48", Communities: []string{"65000:106"}}}},
+			{Name: "node." + ourNode, ListenPort: int32(sp.port)},
+		}},
+		state.SourceSynced{Kind: state.KindBGPFilter},
+		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{{Name: "frr6", Node: ourNode,
+			PeerIP: netip.AddrPortFrom(lo6, uint16(frrPort)).String(), ASNumber: frrAS, SourceAddress: "None"}}},
+		state.SourceSynced{Kind: state.KindIPPool, Pools: []state.IPPool{{Name: "v6-pool", CIDR: "fd00:244::/48"}}},
+		state.SourceSynced{Kind: state.KindBlockAffinity, Affinities: []state.BlockAffinity{
+			{Name: "node-a-v6-block", Node: ourNode, CIDR: block, State: "confirmed"}}},
+		state.SourceSynced{Kind: state.KindPod},
+	} {
+		ag.dispatch(t, a)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), establishTimeout)
+	defer wcancel()
+	if _, err := peer.WaitEstablished(wctx, lo6); err != nil {
+		t.Fatalf("FRR never established with us: %v\nagent steps:\n%s", err, strings.Join(ag.steps(), "\n"))
+	}
+	var out string
+	ok := pollUntil(establishTimeout, func() bool {
+		out, _ = peer.Exec("show bgp ipv6 unicast " + block + " json")
+		return strings.Contains(out, `"nexthops"`)
+	})
+	if !ok {
+		t.Fatalf("FRR never received %s:\n%s", block, out)
+	}
+	var route struct {
+		Prefix string `json:"prefix"`
+		Paths  []struct {
+			Community struct {
+				String string `json:"string"`
+			} `json:"community"`
+			Nexthops []struct {
+				IP    string `json:"ip"`
+				Scope string `json:"scope"`
+			} `json:"nexthops"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(out), &route); err != nil || len(route.Paths) != 1 {
+		t.Fatalf("FRR's route %s: %v:\n%s", block, err, out)
+	}
+	p := route.Paths[0]
+	if route.Prefix != block || len(p.Nexthops) == 0 || p.Nexthops[0].IP != nodeV6 || p.Community.String != "65000:106" {
+		t.Errorf("FRR's route is %s via %+v community %q, want %s via %s community 65000:106", route.Prefix, p.Nexthops, p.Community.String, block, nodeV6)
+	}
+	text, _ := peer.Exec("show bgp ipv6 unicast " + block)
+	t.Logf("FRR has our IPv6 block:\n%s", text)
+}
