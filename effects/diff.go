@@ -25,16 +25,16 @@ func Diff(prev, next state.State) []Effect {
 	case baseSrv == next.Server && next.ServerRetry > prev.ServerRetry && next.Server != (state.Server{}):
 		// The server failed to start: start it again and configure
 		// everything on it (AddPeer of an existing peer is an update).
-		out = append(out, StartServer{Server: next.Server})
+		out = append(out, StartServer{Server: next.Server, Gen: next.Routing.SpeakerGen})
 		baseN, baseS = nil, nil
 	case baseSrv == next.Server:
 	case baseSrv == state.Server{}:
-		out = append(out, StartServer{Server: next.Server})
+		out = append(out, StartServer{Server: next.Server, Gen: next.Routing.SpeakerGen})
 	case next.Server == state.Server{}:
 		stop = append(stop, StopServer{Old: baseSrv})
 	default:
 		// The restarted speaker has nothing: configure everything anew.
-		out = append(out, RestartServer{Old: baseSrv, New: next.Server})
+		out = append(out, RestartServer{Old: baseSrv, New: next.Server, Gen: next.Routing.SpeakerGen})
 		baseN, baseS = nil, nil
 	}
 	// The own paths go in before the neighbors, so that a (re)started

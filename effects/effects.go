@@ -22,12 +22,22 @@ type Effect interface {
 // StartServer is GoBGP StartBgp with the node's AS, router ID and listen
 // port. Issued once, when the node is first known. Not idempotent by
 // itself; the executor treats "already started" with the same config as done.
-type StartServer struct{ Server state.Server }
+// Gen is the speaker generation (State.Routing.SpeakerGen) the executor's
+// best-path and End-of-RIB facts carry (docs/routes.md §9.1 rule 3); it is
+// not part of String, so plans and goldens do not show it.
+type StartServer struct {
+	Server state.Server
+	Gen    uint64
+}
 
 // RestartServer is StopBgp then StartBgp with the new global config. It
 // drops every session; Diff follows it with the full set of AddPeer and
-// SetPolicy effects for the neighbors of the new State.
-type RestartServer struct{ Old, New state.Server }
+// SetPolicy effects for the neighbors of the new State. Gen is as in
+// StartServer.
+type RestartServer struct {
+	Old, New state.Server
+	Gen      uint64
+}
 
 // StopServer is StopBgp, when this node no longer exists or has no address.
 // Idempotent.

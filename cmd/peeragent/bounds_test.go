@@ -19,6 +19,10 @@ func TestRunFlagBounds(t *testing.T) {
 		{"journal-too-big", []string{"--node=n", "--journal-size=2000000000"}, "--journal-size 2000000000: want 1 to 100000"},
 		{"journal-zero", []string{"--node=n", "--journal-size=0"}, "--journal-size 0"},
 		{"journal-fine", []string{"--node=n", "--journal-size=5000"}, ""},
+		{"max-paths-zero", []string{"--node=n", "--max-paths=0"}, "want 1 to 256"},
+		{"max-paths-fine", []string{"--node=n", "--max-paths=4"}, ""},
+		{"settle-negative", []string{"--node=n", "--route-settle-max=-1s"}, "want a positive duration"},
+		{"settle-fine", []string{"--node=n", "--route-settle-max=30s"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -34,6 +38,16 @@ func TestRunFlagBounds(t *testing.T) {
 	}
 	if want := []string{"127.0.0.1", "::1"}; !slices.Equal(f.listen, want) {
 		t.Errorf("listen %v, want %v", f.listen, want)
+	}
+	if o := f.opts(); o.MaxPaths != 16 || o.RouteSettleMax.Duration != 240*time.Second {
+		t.Errorf("route option defaults: max paths %d, settle max %v", o.MaxPaths, o.RouteSettleMax)
+	}
+	f, err = parseRunFlags([]string{"--node=n", "--max-paths=4", "--route-settle-max=30s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := f.opts(); o.MaxPaths != 4 || o.RouteSettleMax.Duration != 30*time.Second {
+		t.Errorf("route options: max paths %d, settle max %v", o.MaxPaths, o.RouteSettleMax)
 	}
 }
 

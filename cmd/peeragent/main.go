@@ -10,7 +10,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/state"
@@ -74,6 +76,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// maxMaxPaths bounds --max-paths.
+const maxMaxPaths = 256
+
 // optionFlags declares the flags that shape derivation (shared by run and plan).
 func optionFlags(fs *flag.FlagSet) func() state.Options {
 	ns := os.Getenv("NAMESPACE")
@@ -84,8 +89,26 @@ func optionFlags(fs *flag.FlagSet) func() state.Options {
 	exact := fs.Bool("ttl-exact-hop", false, "use BIRD's ttlMin of 256-n for ttlSecurity n, instead of 255-n (one extra hop for the VPP host tap)")
 	var families stringList
 	fs.Var(&families, "extra-family", "enable an extra address family beside unicast (repeatable), e.g. ipv4-srpolicy, l3vpn-ipv4-unicast")
+	maxPaths, settle := state.DefaultMaxPaths, state.DefaultRouteSettleMax
+	fs.Func("max-paths", fmt.Sprintf("most next hops of an ECMP route, 1 to %d (default %d; docs/routes.md §9.4)", maxMaxPaths, maxPaths), func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxMaxPaths {
+			return fmt.Errorf("want 1 to %d", maxMaxPaths)
+		}
+		maxPaths = n
+		return nil
+	})
+	fs.Func("route-settle-max", fmt.Sprintf("longest wait after a speaker start before routes held from an earlier run are swept (default %s; docs/routes.md §9.6)", settle), func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive duration such as 240s")
+		}
+		settle = d
+		return nil
+	})
 	return func() state.Options {
-		return state.Options{Namespace: *namespace, TTLExactHop: *exact, ExtraFamilies: families}
+		return state.Options{Namespace: *namespace, TTLExactHop: *exact, ExtraFamilies: families,
+			MaxPaths: maxPaths, RouteSettleMax: state.Duration{Duration: settle}}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/reducer"
@@ -22,6 +23,20 @@ type Plan struct {
 	Problems  []state.Problem `json:"problems"`
 	// Advertised are the own paths, sorted by prefix (docs/routes.md §8).
 	Advertised []PlanPath `json:"advertised"`
+	// Routes is the route table the dataplane would get, sorted by prefix
+	// (docs/routes.md §9): the own-block drop routes, the reachableBy
+	// routes, and the learned routes of --learned.
+	Routes []PlanRoute `json:"routes"`
+}
+
+// PlanRoute is one desired route: a drop route or next hops, and where it
+// comes from ("blockaffinity/NAME", "learned", or for a reachableBy route
+// the neighbor's origin).
+type PlanRoute struct {
+	Prefix string   `json:"prefix"`
+	Drop   bool     `json:"drop"`
+	Via    []string `json:"via"`
+	Origin string   `json:"origin"`
 }
 
 // PlanPath is one own path: its attributes, the objects producing it and
@@ -58,6 +73,11 @@ type PlanNeighbor struct {
 // MakePlan computes, without applying anything, what a fresh agent on
 // node would configure from the manifests in dir.
 func MakePlan(dir, node string, opts state.Options) Plan {
+	return PlanWithLearned(node, opts, dirActions(dir, node, opts), nil)
+}
+
+// dirActions are the actions of a manifest directory's objects.
+func dirActions(dir, node string, opts state.Options) []state.Action {
 	ns := opts.Namespace
 	if ns == "" {
 		ns = state.DefaultNamespace
@@ -67,19 +87,29 @@ func MakePlan(dir, node string, opts state.Options) Plan {
 	if len(probs) > 0 {
 		acts = append(acts, state.InputProblemsReported{Source: "file/" + dir, Problems: probs})
 	}
-	return PlanFrom(node, opts, append(acts, objs.Actions()...))
+	return append(acts, objs.Actions()...)
 }
 
 // PlanFrom computes the plan of a fresh agent on node that has seen acts,
 // in order (a manifest directory's objects, or a cluster's first lists).
 // A node that no Node names is a problem: the plan is then of nothing.
 func PlanFrom(node string, opts state.Options, acts []state.Action) Plan {
+	return PlanWithLearned(node, opts, acts, nil)
+}
+
+// PlanWithLearned is PlanFrom with learned best paths, as the speaker's
+// initial snapshot would give them (docs/routes.md §9.1), for a dry run of
+// the route table.
+func PlanWithLearned(node string, opts state.Options, acts []state.Action, learned []state.BestPaths) Plan {
 	s := state.New(node, opts)
 	for _, a := range acts {
 		s = reducer.Reduce(s, a)
 	}
+	if len(learned) > 0 {
+		s = reducer.Reduce(s, state.BestPathsChanged{Gen: s.Routing.SpeakerGen, Init: true, Prefixes: learned})
+	}
 	p := Plan{Node: node, ASN: s.Server.ASN, RouterID: addrText(s.Server.RouterID),
-		Neighbors: []PlanNeighbor{}, Effects: []string{}, Problems: s.AllProblems(), Advertised: []PlanPath{}}
+		Neighbors: []PlanNeighbor{}, Effects: []string{}, Problems: s.AllProblems(), Advertised: []PlanPath{}, Routes: []PlanRoute{}}
 	if _, ok := s.Inputs.Nodes.Get(node); !ok {
 		p.Problems = append(p.Problems, state.Problem{Object: "node/" + node, Reason: "no Node of this name in the input: nothing to plan for"})
 	}
@@ -100,7 +130,50 @@ func PlanFrom(node string, opts state.Options, acts []state.Action) Plan {
 		}
 		p.Advertised = append(p.Advertised, pp)
 	}
+	p.Routes = planRoutes(s)
 	return p
+}
+
+// planRoutes lists the desired routes of the table and the reachableBy
+// routes of the active neighbors (a learned route for the same prefix is
+// not installed, docs/routes.md §9.2), sorted by prefix.
+func planRoutes(s state.State) []PlanRoute {
+	type entry struct {
+		p netip.Prefix
+		r PlanRoute
+	}
+	var es []entry
+	s.Out.Routes.Range(func(_ string, r *state.TableRoute) bool {
+		if r.Wanted() {
+			pr := PlanRoute{Prefix: r.Prefix.String(), Drop: r.Drop, Via: []string{}, Origin: r.Origin}
+			for _, v := range r.Via {
+				pr.Via = append(pr.Via, v.String())
+			}
+			es = append(es, entry{r.Prefix, pr})
+		}
+		return true
+	})
+	s.Out.Neighbors.Range(func(_ string, n *state.Neighbor) bool {
+		if n.Active() && n.ReachableBy.IsValid() {
+			pfx := netip.PrefixFrom(n.Address, n.Address.BitLen())
+			es = append(es, entry{pfx, PlanRoute{Prefix: pfx.String(), Via: []string{n.ReachableBy.String()}, Origin: n.Origin}})
+		}
+		return true
+	})
+	slices.SortStableFunc(es, func(a, b entry) int {
+		if c := a.p.Addr().Compare(b.p.Addr()); c != 0 {
+			return c
+		}
+		return a.p.Bits() - b.p.Bits()
+	})
+	out := []PlanRoute{}
+	for i, e := range es {
+		if i > 0 && es[i-1].p == e.p {
+			continue // one route a prefix: the table's, listed first
+		}
+		out = append(out, e.r)
+	}
+	return out
 }
 
 func planNeighbor(n *state.Neighbor) PlanNeighbor {

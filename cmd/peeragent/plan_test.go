@@ -37,13 +37,45 @@ func TestPlanLab(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"node", "routerID", "asn", "neighbors", "effects", "problems"} {
+	for _, k := range []string{"node", "routerID", "asn", "neighbors", "effects", "problems", "advertised", "routes"} {
 		if _, ok := p[k]; !ok {
 			t.Errorf("plan JSON lacks %q", k)
 		}
 	}
 	if strings.Contains(out.String(), "lab-only-password") {
 		t.Error("plan shows the password text")
+	}
+}
+
+// TestPlanLearned: --learned feeds best paths to the plan's route table,
+// sorted by prefix beside the own-block drop route (docs/routes.md §9).
+func TestPlanLearned(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"plan", "--from", "../../examples/lab", "--node", "node-a", "-o", "json", "--learned", "testdata/learned-lab.yaml"}
+	if code := Main(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var p struct {
+		Routes []PlanRoute `json:"routes"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	want := []PlanRoute{
+		{Prefix: "10.244.1.0/26", Drop: true, Via: []string{}, Origin: "blockaffinity/node-a-10-244-1-0-26"},
+		{Prefix: "10.244.2.0/26", Via: []string{"127.0.0.2"}, Origin: "learned"},
+		{Prefix: "10.244.3.0/26", Via: []string{"127.0.0.3", "127.0.0.10"}, Origin: "learned"},
+	}
+	if d := cmp.Diff(want, p.Routes); d != "" {
+		t.Errorf("routes (-want +got):\n%s", d)
+	}
+	errb.Reset()
+	bad := t.TempDir() + "/bad.yaml"
+	if err := os.WriteFile(bad, []byte("- prefix: 10.0.0.0/8\n  nextHop: 10.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := Main([]string{"plan", "--from", "../../examples/lab", "--node", "node-a", "--learned", bad}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "--learned") {
+		t.Errorf("a misspelt --learned field: exit %d, %q", code, errb.String())
 	}
 }
 

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"regexp"
 	"sync"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
@@ -27,6 +30,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "text", "output format: text or json")
 	failOn := fs.Bool("fail-on-problems", false, "exit 1 when the plan has problems (a --node that no Node names is one)")
 	timeout := fs.Duration("timeout", 30*time.Second, "with a cluster: how long to wait for its lists and the referenced Secrets")
+	learnedFile := fs.String("learned", "", "YAML or JSON list of learned best paths ({prefix, nextHops, neighbor}) to plan the route table with, as if the speaker had them")
 	f.opts = optionFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -40,9 +44,16 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if *out != "text" && *out != "json" {
 		return fmt.Errorf("-o %q: want text or json", *out)
 	}
+	var learned []state.BestPaths
+	if *learnedFile != "" {
+		var err error
+		if learned, err = readLearned(*learnedFile); err != nil {
+			return err
+		}
+	}
 	var p Plan
 	if f.from != "" {
-		p = MakePlan(f.from, f.node, f.opts())
+		p = PlanWithLearned(f.node, f.opts(), dirActions(f.from, f.node, f.opts()), learned)
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		defer cancel()
@@ -50,7 +61,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		p = PlanFrom(f.node, f.opts(), acts)
+		p = PlanWithLearned(f.node, f.opts(), acts, learned)
 	}
 	if *out == "json" {
 		if err := p.WriteJSON(stdout); err != nil {
@@ -168,4 +179,40 @@ func reduceAll(s state.State, acts []state.Action) state.State {
 		s = reducer.Reduce(s, a)
 	}
 	return s
+}
+
+// learnedPath is one entry of a --learned file.
+type learnedPath struct {
+	Prefix   netip.Prefix `json:"prefix"`
+	NextHops []netip.Addr `json:"nextHops"`
+	Neighbor netip.Addr   `json:"neighbor"`
+}
+
+// readLearned reads a --learned file: paths of one prefix form its
+// equal-best set (docs/routes.md §9.4), in the file's order.
+func readLearned(path string) ([]state.BestPaths, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--learned: %w", err)
+	}
+	var in []learnedPath
+	if err := yaml.UnmarshalStrict(data, &in); err != nil {
+		return nil, fmt.Errorf("--learned %s: %w", path, err)
+	}
+	var out []state.BestPaths
+	idx := map[netip.Prefix]int{}
+	for i, x := range in {
+		if !x.Prefix.IsValid() || len(x.NextHops) == 0 {
+			return nil, fmt.Errorf("--learned %s: entry %d: want a prefix and nextHops", path, i+1)
+		}
+		p := x.Prefix.Masked()
+		j, ok := idx[p]
+		if !ok {
+			j = len(out)
+			idx[p] = j
+			out = append(out, state.BestPaths{Prefix: p})
+		}
+		out[j].Paths = append(out[j].Paths, state.LearnedPath{NextHops: x.NextHops, Neighbor: x.Neighbor})
+	}
+	return out, nil
 }

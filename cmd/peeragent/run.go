@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -116,10 +117,11 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	}
 	defer closeDP()
 	var sched *retry.Scheduler
+	clock := &settleClock{}
 	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: dpExec,
 		Secrets: src, Log: log, Journal: f.journal,
 		Observer:  []func(state.Action){func(a state.Action) { sched.Observe(a) }},
-		Published: []func(state.State){follow.observe, reporter.observe}})
+		Published: []func(state.State){follow.observe, reporter.observe, clock.observe}})
 	loop.Dispatch(effects.ListRoutes(ctx, dp)) // the held routes, before anything is applied (docs/routes.md §9.6)
 	sched = retry.New(loop.Dispatch, nil, nil)
 	defer sched.Stop()
@@ -138,6 +140,14 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 			log.Error("session watch ended", "error", err)
 		}
 	}()
+	go func() {
+		if err := speaker.WatchLearned(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
+			log.Error("best-path watch ended", "error", err)
+		}
+	}()
+	ticker := time.NewTicker(tickEvery)
+	defer ticker.Stop()
+	go clock.run(ctx, ticker.C, loop.Dispatch) // time enters as Tick (docs/routes.md §9.6)
 	go func() {
 		if err := src.Run(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
 			log.Error("source ended", "error", err)

@@ -55,6 +55,7 @@ type Executor struct {
 	refused  *keyRefusals
 	reasons  *reasonBook
 	sessions sessionHub
+	learned  learnedHub
 	listen   []string
 	now      func() time.Time
 	graceful bool
@@ -95,6 +96,7 @@ func New(opts Options) *Executor {
 		e.now = time.Now
 	}
 	e.sessions.e = e
+	e.learned.e = e
 	e.report = opts.Report
 	e.level.Set(opts.GoBGPLevel)
 	h := e.log.With("component", "gobgp").Handler()
@@ -291,11 +293,11 @@ func (e *Executor) runServer(ctx context.Context, eff effects.Effect) state.Acti
 	switch x := eff.(type) {
 	case effects.StartServer:
 		srv = x.Server
-		err = e.startServer(ctx, srv)
+		err = e.startServer(ctx, srv, x.Gen)
 	case effects.RestartServer:
 		srv = x.New
 		if err = e.stopServer(ctx, false); err == nil {
-			err = e.startServer(ctx, srv)
+			err = e.startServer(ctx, srv, x.Gen)
 		}
 	case effects.StopServer:
 		err = e.stopServer(ctx, false)

@@ -14,15 +14,19 @@ import (
 
 var errNotRunning = errors.New("bgp server hasn't started yet")
 
-// startServer starts the speaker with srv. Started with the same config
-// already, it does nothing; with another, it restarts.
+// startServer starts the speaker with srv as the speaker of generation gen
+// (docs/routes.md §9.1). Started with the same config already, it does
+// nothing but follow a new gen; with another, it restarts.
 //
 // A GoBGP v4 BgpServer serves once: StopBgp ends its event loop for good
 // (Serve closes a channel it never re-creates), so every start is a new
 // BgpServer. That also means nothing survives a restart by accident: no
 // listener, no policy, no MD5 key on a listening socket.
-func (e *Executor) startServer(ctx context.Context, srv state.Server) error {
+func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64) error {
 	if e.running != nil && *e.running == srv {
+		if gen != 0 && gen != e.learned.current() {
+			e.learned.attach(e.bgp, gen) // a new snapshot under the new generation
+		}
 		return nil
 	}
 	if e.running != nil {
@@ -56,6 +60,7 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server) error {
 	e.policies = map[netip.Addr]installed{}
 	e.peers = map[netip.Addr]reflector{}
 	e.sessions.attach(bgp)
+	e.learned.attach(bgp, gen)
 	return nil
 }
 
@@ -73,6 +78,7 @@ func (e *Executor) stopServer(ctx context.Context, graceful bool) error {
 	// Whatever StopBgp said, this server is done with: its loop ends with
 	// the request, and a new start makes a new server.
 	e.sessions.detach()
+	e.learned.detach()
 	e.bgp, e.running = nil, nil
 	e.policies = map[netip.Addr]installed{}
 	e.peers = map[netip.Addr]reflector{}

@@ -1,5 +1,5 @@
 // Package retry turns failed effects into RetryDue actions after a
-// per-neighbor exponential backoff.
+// per-neighbor (and per route table prefix) exponential backoff.
 //
 // Contract:
 //   - Backoff is pure: 100 ms for the first retry, doubling, each delay
@@ -13,6 +13,10 @@
 //     generation replaces the pending timer, and a result for an older
 //     generation than one already seen is ignored, so a late result can
 //     never cancel or overwrite the retry of a newer generation.
+//   - A TableRouteApplyFailed schedules RetryDue{Prefix, Gen} for the route
+//     table entry (docs/routes.md §9.7 rule 3) under the same rules, keyed by
+//     the prefix, apart from every neighbor; a TableRouteApplied of that
+//     generation or a newer one cancels it.
 //   - Attempts count retry rounds per address: the peer and route failures
 //     of one generation reported before its timer fires share one round.
 //   - A PeerApplied or RouteApplied clears only its own kind of failure: the

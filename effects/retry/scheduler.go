@@ -34,9 +34,17 @@ type kind uint8
 const (
 	peerKind kind = 1 << iota
 	routeKind
+	tableKind // a route table entry's call (docs/routes.md §9.7 rule 3)
 )
 
-// backoff is the retry state of one address.
+// key is what a backoff is kept for: a neighbor's address (the zero one
+// for the server), or a route table prefix.
+type key struct {
+	addr   netip.Addr
+	prefix netip.Prefix
+}
+
+// backoff is the retry state of one address or prefix.
 type backoff struct {
 	gen      uint64 // newest generation seen for the address
 	failing  kind   // kinds failed at gen and not applied since
@@ -53,7 +61,7 @@ type Scheduler struct {
 	clock    Clock
 
 	mu      sync.Mutex
-	peers   map[netip.Addr]*backoff
+	peers   map[key]*backoff
 	paths   map[netip.Prefix]*backoff // own path calls (paths.go)
 	tokens  uint64
 	stopped bool
@@ -69,7 +77,7 @@ func New(dispatch func(state.Action), jitter func() float64, clock Clock) *Sched
 	if clock == nil {
 		clock = realClock{}
 	}
-	return &Scheduler{dispatch: dispatch, jitter: jitter, clock: clock, peers: map[netip.Addr]*backoff{}}
+	return &Scheduler{dispatch: dispatch, jitter: jitter, clock: clock, peers: map[key]*backoff{}}
 }
 
 // Observe updates the backoff of the address a result is for; every other
@@ -90,6 +98,10 @@ func (s *Scheduler) Observe(a state.Action) {
 		s.failed(netip.Addr{}, 0, peerKind)
 	case state.ServerApplied:
 		s.applied(netip.Addr{}, 0, peerKind)
+	case state.TableRouteApplyFailed:
+		s.failedKey(key{prefix: a.Prefix.Masked()}, a.Gen, tableKind)
+	case state.TableRouteApplied:
+		s.appliedKey(key{prefix: a.Prefix.Masked()}, a.Gen, tableKind)
 	case state.PathApplyFailed:
 		s.pathFailed(a.Prefix.Masked(), a.Gen)
 	case state.PathApplied:
@@ -102,9 +114,9 @@ func (s *Scheduler) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopped = true
-	for addr, b := range s.peers {
+	for k, b := range s.peers {
 		b.cancel()
-		delete(s.peers, addr)
+		delete(s.peers, k)
 	}
 	s.stopPaths()
 }
@@ -112,7 +124,10 @@ func (s *Scheduler) Stop() {
 // failed starts a retry round unless one is already pending for this
 // generation (the peer and route failures of one round count once).
 func (s *Scheduler) failed(addr netip.Addr, gen uint64, k kind) {
-	addr = addr.Unmap()
+	s.failedKey(key{addr: addr.Unmap()}, gen, k)
+}
+
+func (s *Scheduler) failedKey(addr key, gen uint64, k kind) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
@@ -133,7 +148,7 @@ func (s *Scheduler) failed(addr netip.Addr, gen uint64, k kind) {
 }
 
 // schedule starts the next round's timer. Called with s.mu held.
-func (s *Scheduler) schedule(addr netip.Addr, b *backoff) {
+func (s *Scheduler) schedule(addr key, b *backoff) {
 	b.attempts++
 	s.tokens++
 	token := s.tokens
@@ -144,7 +159,10 @@ func (s *Scheduler) schedule(addr netip.Addr, b *backoff) {
 // applied clears the kind's failure; with none left, the address starts
 // over: no timer, no attempts.
 func (s *Scheduler) applied(addr netip.Addr, gen uint64, k kind) {
-	addr = addr.Unmap()
+	s.appliedKey(key{addr: addr.Unmap()}, gen, k)
+}
+
+func (s *Scheduler) appliedKey(addr key, gen uint64, k kind) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.peers[addr]
@@ -160,7 +178,7 @@ func (s *Scheduler) applied(addr netip.Addr, gen uint64, k kind) {
 
 // fire dispatches the RetryDue of the timer identified by token, unless
 // it was replaced, cancelled or stopped after the timer started.
-func (s *Scheduler) fire(addr netip.Addr, token uint64) {
+func (s *Scheduler) fire(addr key, token uint64) {
 	s.mu.Lock()
 	b := s.peers[addr]
 	if s.stopped || b == nil || b.token != token || b.timer == nil {
@@ -171,7 +189,7 @@ func (s *Scheduler) fire(addr netip.Addr, token uint64) {
 	gen := b.gen
 	s.mu.Unlock()
 	// Outside the lock: dispatch may feed the loop that calls Observe.
-	s.dispatch(state.RetryDue{Address: addr, Gen: gen, At: s.clock.Now()})
+	s.dispatch(state.RetryDue{Address: addr.addr, Prefix: addr.prefix, Gen: gen, At: s.clock.Now()})
 }
 
 // advance moves b to gen; false when gen is older than what b has seen,

@@ -32,6 +32,20 @@ func due(a netip.Addr, gen uint64, at time.Duration) state.Action {
 	return state.RetryDue{Address: a, Gen: gen, At: t0.Add(at)}
 }
 
+var (
+	pfxA = netip.MustParsePrefix("10.65.0.0/26")
+	pfxB = netip.MustParsePrefix("fd00:65::/122")
+)
+
+func tableFailed(p netip.Prefix, gen uint64) state.Action {
+	return state.TableRouteApplyFailed{Prefix: p, Gen: gen, Error: "boom"}
+}
+
+// tableDue is the RetryDue of a route table entry (docs/routes.md §9.7 rule 3).
+func tableDue(p netip.Prefix, gen uint64, at time.Duration) state.Action {
+	return state.RetryDue{Prefix: p, Gen: gen, At: t0.Add(at)}
+}
+
 // step observes actions (or stops the Scheduler), then advances the
 // clock and expects exactly want to be dispatched meanwhile.
 type step struct {
@@ -149,9 +163,25 @@ func TestScheduler(t *testing.T) {
 			{observe: []state.Action{state.ServerApplyFailed{Error: "port taken"}, state.ServerApplied{}}, advance: time.Minute},
 		},
 	}, {
+		name: "table-route-failure-retries-per-prefix-with-backoff",
+		steps: []step{
+			{observe: []state.Action{tableFailed(pfxA, 3), tableFailed(pfxB, 4)}, advance: 100 * ms,
+				want: []state.Action{tableDue(pfxA, 3, 100*ms), tableDue(pfxB, 4, 100*ms)}},
+			{observe: []state.Action{tableFailed(pfxA, 3)}, advance: 200 * ms, want: []state.Action{tableDue(pfxA, 3, 300*ms)}},
+			{observe: []state.Action{tableFailed(pfxA, 3), state.TableRouteApplied{Prefix: pfxA, Gen: 3}}, advance: time.Minute},
+		},
+	}, {
+		name: "table-route-is-not-a-neighbor",
+		steps: []step{
+			{observe: []state.Action{tableFailed(pfxA, 5), peerOK(addrA, 5), routeOK(netip.Addr{}, 5), state.ServerApplied{}},
+				advance: 100 * ms, want: []state.Action{tableDue(pfxA, 5, 100*ms)}},
+			{observe: []state.Action{tableFailed(pfxA, 6), state.TableRouteApplied{Prefix: pfxA, Gen: 5}}, advance: 200 * ms,
+				want: []state.Action{tableDue(pfxA, 6, 300*ms)}},
+		},
+	}, {
 		name: "stop-cancels-everything",
 		steps: []step{
-			{observe: []state.Action{peerFailed(addrA, 5), routeFailed(addrB, 6)}, advance: 50 * ms},
+			{observe: []state.Action{peerFailed(addrA, 5), routeFailed(addrB, 6), tableFailed(pfxA, 7)}, advance: 50 * ms},
 			{stop: true, advance: time.Minute},
 			{observe: []state.Action{peerFailed(addrA, 7)}, advance: time.Minute},
 		},
