@@ -142,10 +142,28 @@ func TestPairSessionLifecycle(t *testing.T) {
 
 	originate(t, p.b, "10.10.1.0/24", "10.20.0.0/16")
 	originate(t, p.a, "192.168.7.0/24", "172.16.1.0/24")
-	if !pollUntil(establishTimeout, func() bool {
+	ribsOK := func() bool { // a's adj-in too: the route a's import policy rejects must have arrived
 		return slices.Equal(rib(t, p.a), []string{"10.20.0.0/16", "172.16.1.0/24", "192.168.7.0/24"}) &&
-			slices.Equal(rib(t, p.b), []string{"10.10.1.0/24", "10.20.0.0/16", "192.168.7.0/24"})
-	}) {
+			slices.Equal(rib(t, p.b), []string{"10.10.1.0/24", "10.20.0.0/16", "192.168.7.0/24"}) &&
+			slices.Equal(tables(p.a, api.TableType_TABLE_TYPE_ADJ_IN)[p.b.addr], []string{"10.10.1.0/24", "10.20.0.0/16"})
+	}
+	// Under heavy load (four -race test runs at once on 2 cores) GoBGP
+	// v4.8.0 has been seen to lose an UPDATE sent just after the session
+	// came up: the sender's adj-out holds the route, the receiver's adj-in
+	// never does (3 times in 20 runs; never when less loaded). A soft
+	// reset out re-sends the adj-out; what this test checks, the policies,
+	// holds either way, and the loss is logged for whoever looks upstream.
+	if !pollUntil(5*time.Second, ribsOK) {
+		t.Logf("GoBGP lost an UPDATE (RIB of %s %v, adj-in %v; adj-out of %s %v): soft reset out on both sides",
+			p.a.addr, rib(t, p.a), tables(p.a, api.TableType_TABLE_TYPE_ADJ_IN), p.b.addr, tables(p.b, api.TableType_TABLE_TYPE_ADJ_OUT))
+		for _, sp := range []*speaker{p.a, p.b} {
+			for _, n := range []*state.Neighbor{p.na, p.nb} {
+				_ = sp.Speaker().ResetPeer(context.Background(), &api.ResetPeerRequest{Address: n.Address.String(),
+					Soft: true, Direction: api.ResetPeerRequest_DIRECTION_OUT})
+			}
+		}
+	}
+	if !pollUntil(establishTimeout, ribsOK) {
 		t.Fatalf("after originating: RIB of %s %v, adj-in %v, adj-out %v; RIB of %s %v, adj-in %v, adj-out %v",
 			p.a.addr, rib(t, p.a), tables(p.a, api.TableType_TABLE_TYPE_ADJ_IN), tables(p.a, api.TableType_TABLE_TYPE_ADJ_OUT),
 			p.b.addr, rib(t, p.b), tables(p.b, api.TableType_TABLE_TYPE_ADJ_IN), tables(p.b, api.TableType_TABLE_TYPE_ADJ_OUT))
