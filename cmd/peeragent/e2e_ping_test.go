@@ -217,6 +217,69 @@ func TestPingBetweenTwoAgents(t *testing.T) {
 			t.Errorf("echo %s -> %s answered after the route was withdrawn", pingPodA, pingPodB)
 		}
 	})
+
+	t.Run("held route swept once settled", func(st *testing.T) {
+		scenarioSweep(st, t, ctx, bin, a, b, nsA, dirA, dirB)
+	})
+}
+
+// scenarioSweep is the end of scenario 34: a route left from a killed
+// run whose path went meanwhile (node-b's agent is gone too) is held by
+// the restarted agent, in the kernel, until the routes are settled, and
+// removed then (docs/routes.md §9.6 rule 3). node-b never comes back, so
+// only --route-settle-max (3 s, seen at a later 5 s Tick) settles them.
+func scenarioSweep(t, owner *testing.T, ctx context.Context, bin string, a, b *nsAgent, nsA, dirA, dirB string) {
+	writeFile(t, dirB, "affinity-b.yaml", pingAffinityB)
+	a.waitRoutes(t, ctx, pingAddrB, pingBlkB, pingBlkA)
+	for _, ag := range []*nsAgent{b, a} {
+		if err := ag.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		ag.cmd.Wait()
+	}
+	h := nsHandle(t, nsA)
+	if _, ok := kernelRoute(t, h, pingBlkB); !ok {
+		t.Fatalf("node-a's route to %s went with its agent", pingBlkB)
+	}
+	t0 := time.Now()
+	a2 := startNSAgent(owner, bin, nsA, dirA, "node-a", pingAddrA, "--route-settle-max", "3s")
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	sawHeld := false
+	for {
+		// The kernel first, then /state: settled never goes back within
+		// a speaker generation, so a route missing while a later /state
+		// is not settled was swept too early.
+		_, present := kernelRoute(t, h, pingBlkB)
+		d, err := a2.fetch(wctx)
+		if err == nil && d.Routing.SpeakerGen > 0 {
+			if !present && !d.Routing.Settled {
+				t.Fatalf("node-a removed the held route %s before its routes were settled", pingBlkB)
+			}
+			for _, r := range d.Routes {
+				if r.Prefix.String() == pingBlkB && r.Phase == state.RoutePhaseHeld && present && !d.Routing.Settled {
+					sawHeld = true
+				}
+			}
+			if !present {
+				break
+			}
+		}
+		select {
+		case <-poll.C:
+		case <-wctx.Done():
+			t.Fatalf("node-a's held route %s not swept 30 s after its restart (settle max 3 s)", pingBlkB)
+		}
+	}
+	t.Logf("scenario 34: held route %s from the killed run swept %v after the restart, once settled", pingBlkB, time.Since(t0).Round(time.Millisecond))
+	if !sawHeld {
+		t.Errorf("never saw %s held in the kernel while node-a was not settled", pingBlkB)
+	}
+	if _, ok := kernelRoute(t, h, pingBlkA); !ok {
+		t.Errorf("node-a's own blackhole %s went with the sweep", pingBlkA)
+	}
 }
 
 // scenarioRestart is scenario 34: SIGKILL node-a's agent while echoes go
@@ -332,16 +395,16 @@ func (a *nsAgent) logs() string {
 	return string(b)
 }
 
-func startNSAgent(t *testing.T, bin, ns, dir, node, addr string) *nsAgent {
+func startNSAgent(t *testing.T, bin, ns, dir, node, addr string, extra ...string) *nsAgent {
 	t.Helper()
 	logf, err := os.Create(filepath.Join(t.TempDir(), node+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// ip netns exec execs the agent: the process is the agent's.
-	cmd := exec.Command("ip", "netns", "exec", ns, bin, "run", "--from", dir, "--node", node,
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, bin, "run", "--from", dir, "--node", node,
 		"--dataplane", "linux", "--bgp-listen-address", addr,
-		"--http-addr", pingHTTP, "--metrics-addr", "", "--log-level", "debug")
+		"--http-addr", pingHTTP, "--metrics-addr", "", "--log-level", "debug"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -514,6 +577,7 @@ type routeWatch struct {
 
 	mu      sync.Mutex
 	events  []string
+	at      []time.Time   // when each event was read
 	changed chan struct{} // closed and replaced at each event
 }
 
@@ -550,6 +614,7 @@ func watchRoutes(t *testing.T, ns string) *routeWatch {
 			}
 			w.mu.Lock()
 			w.events = append(w.events, fmt.Sprintf("%s %s", kind, u.Route))
+			w.at = append(w.at, time.Now())
 			close(w.changed)
 			w.changed = make(chan struct{})
 			w.mu.Unlock()
@@ -559,25 +624,26 @@ func watchRoutes(t *testing.T, ns string) *routeWatch {
 	return w
 }
 
-// seen returns the messages so far and a channel closed at the next one.
-func (w *routeWatch) seen() ([]string, chan struct{}) {
+// seen returns the messages so far, when each was read, and a channel
+// closed at the next one.
+func (w *routeWatch) seen() ([]string, []time.Time, chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]string(nil), w.events...), w.changed
+	return append([]string(nil), w.events...), append([]time.Time(nil), w.at...), w.changed
 }
 
 // waitFor waits until a message contains every one of parts and returns
-// when it came; false when ctx ends first.
+// when it was read; false when ctx ends first.
 func (w *routeWatch) waitFor(ctx context.Context, parts ...string) (time.Time, bool) {
 	for {
-		ev, changed := w.seen()
-		for _, e := range ev {
+		ev, at, changed := w.seen()
+		for i, e := range ev {
 			all := true
 			for _, p := range parts {
 				all = all && strings.Contains(e, p)
 			}
 			if all {
-				return time.Now(), true
+				return at[i], true
 			}
 		}
 		select {
@@ -594,7 +660,7 @@ func (w *routeWatch) stop() []string {
 		close(w.done)
 		<-w.finished
 	})
-	ev, _ := w.seen()
+	ev, _, _ := w.seen()
 	return ev
 }
 
