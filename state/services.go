@@ -68,8 +68,9 @@ type ServiceEntry struct {
 // force, parsed (docs/routes.md §8.4 rule 1).
 type ServiceRanges struct {
 	ClusterIPs, ExternalIPs, LoadBalancerIPs []netip.Prefix
-	// Aggregate: serviceLoadBalancerAggregation is not Disabled.
-	Aggregate bool
+	// Aggregate: serviceLoadBalancerAggregation is not Disabled; Excluded:
+	// this node carries the exclusion label.
+	Aggregate, Excluded bool
 }
 
 // Any reports whether some range is configured: the Service and
