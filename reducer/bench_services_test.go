@@ -39,8 +39,8 @@ func serviceObjects(n int) []state.Action {
 
 func benchService(i int) state.Service {
 	return state.Service{Namespace: "bench", Name: fmt.Sprintf("svc-%05d", i), Type: "LoadBalancer",
-		ClusterIPs: []string{netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)}).String()},
-		IngressIPs: []string{netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}).String()},
+		ClusterIPs:            []string{netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)}).String()},
+		IngressIPs:            []string{netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}).String()},
 		ExternalTrafficPolicy: "Local", IPFamilies: []string{"IPv4"}}
 }
 
