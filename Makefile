@@ -79,7 +79,7 @@ bench: .SHELLFLAGS := -o pipefail -ec
 bench:
 	start=$$(date +%s); cat /proc/loadavg > bench-loadavg.txt; \
 	$(GO) test -run '^$$' -bench '/peers=(100|1000|10000)$$' -benchmem -benchtime 200ms -count 3 ./reducer | tee bench.txt; \
-	$(GO) test -run '^$$' -bench '^BenchmarkOwnAffinityChange$$' -benchmem -benchtime 200ms -count 6 ./reducer | tee -a bench.txt; \
+	$(GO) test -run '^$$' -bench '^Benchmark(OwnAffinityChange|ServiceEndpointChange)$$' -benchmem -benchtime 200ms -count 6 ./reducer | tee -a bench.txt; \
 	$(GO) test -run '^$$' -bench '^BenchmarkOwnPaths$$' -benchtime 1x -count 6 ./effects/gobgp | tee -a bench.txt; \
 	$(BENCH_AGENT) -bench '^BenchmarkConvergence$$/^mesh=' -count 10 ./cmd/peeragent | tee -a bench.txt; \
 	$(BENCH_AGENT) -bench '^Benchmark(Convergence|Churn)$$/^(peers=|gobgp$$)' -count 1 \

@@ -18,6 +18,14 @@ type SecretWatcher interface {
 	Unwatch(name string)
 }
 
+// ServiceWatcher starts and stops the Service and EndpointSlice watches
+// that the WatchServices and UnwatchServices effects ask for
+// (docs/routes.md §8.4).
+type ServiceWatcher interface {
+	WatchServices()
+	UnwatchServices()
+}
+
 // Loop owns the State. One goroutine (Run) is the only caller of Reduce;
 // effects run on another, in order, and come back as actions.
 type Loop struct {
@@ -29,6 +37,7 @@ type Loop struct {
 	speaker effects.Executor
 	vpp     effects.Executor
 	secrets SecretWatcher
+	svcs    ServiceWatcher
 	observe []func(state.Action) // e.g. the retry scheduler
 	publish []func(state.State)
 
@@ -50,6 +59,7 @@ type LoopConfig struct {
 	Speaker  effects.Executor
 	VPP      effects.Executor
 	Secrets  SecretWatcher
+	Services ServiceWatcher // nil: no source of services (the effects are dropped)
 	Log      *slog.Logger
 	Metrics  *Metrics
 	Journal  int
@@ -67,7 +77,7 @@ type LoopConfig struct {
 // NewLoop makes a loop starting from cfg.Initial.
 func NewLoop(cfg LoopConfig) *Loop {
 	l := &Loop{box: newMailbox(), journal: NewJournal(cfg.Journal), metrics: cfg.Metrics,
-		log: cfg.Log, speaker: cfg.Speaker, vpp: cfg.VPP, secrets: cfg.Secrets,
+		log: cfg.Log, speaker: cfg.Speaker, vpp: cfg.VPP, secrets: cfg.Secrets, svcs: cfg.Services,
 		observe: cfg.Observer, publish: cfg.Published, work: make(chan []effects.Effect, 1024), now: time.Now,
 		stuck: cfg.StuckAfter}
 	if l.stuck <= 0 {
@@ -199,6 +209,11 @@ func (l *Loop) execute(ctx context.Context, ex effects.Executor, effs []effects.
 }
 
 func (l *Loop) secretEffect(e effects.Effect) {
+	switch e.(type) {
+	case effects.WatchServices, effects.UnwatchServices:
+		l.serviceEffect(e)
+		return
+	}
 	if l.secrets == nil {
 		return
 	}
@@ -208,6 +223,18 @@ func (l *Loop) secretEffect(e effects.Effect) {
 		l.secrets.Watch(e.Name)
 	case effects.UnwatchSecret:
 		l.secrets.Unwatch(e.Name)
+	}
+}
+
+func (l *Loop) serviceEffect(e effects.Effect) {
+	if l.svcs == nil {
+		return
+	}
+	l.metrics.watched(e)
+	if _, ok := e.(effects.WatchServices); ok {
+		l.svcs.WatchServices()
+	} else {
+		l.svcs.UnwatchServices()
 	}
 }
 

@@ -88,7 +88,9 @@ func TestRBACAccess(t *testing.T) {
 			accessCase{kebab(verb, "secrets-in-secrets-namespace"), access{verb, "", "secrets", secretsNamespace}, true})
 	}
 	for _, verb := range []string{"list", "watch"} {
-		cases = append(cases, accessCase{kebab(verb, "pods"), access{verb, "", "pods", ""}, true})
+		cases = append(cases, accessCase{kebab(verb, "pods"), access{verb, "", "pods", ""}, true},
+			accessCase{kebab(verb, "services"), access{verb, "", "services", ""}, true},
+			accessCase{kebab(verb, "endpointslices"), access{verb, "discovery.k8s.io", "endpointslices", ""}, true})
 	}
 	// What --report-status writes (watch/status), in both groups.
 	for _, group := range []string{"crd.projectcalico.org", "projectcalico.org"} {
@@ -133,7 +135,10 @@ func TestRBACAccess(t *testing.T) {
 		{"no-delete-pods", access{"delete", "", "pods", ""}, false},
 		{"no-pods-exec", access{"create", "", "pods/exec", ""}, false},
 		{"no-pods-log", access{"get", "", "pods/log", ""}, false},
-		{"no-services", access{"list", "", "services", ""}, false},
+		{"no-get-services", access{"get", "", "services", ""}, false},
+		{"no-update-services-status", access{"update", "", "services/status", ""}, false},
+		{"no-get-endpointslices", access{"get", "discovery.k8s.io", "endpointslices", ""}, false},
+		{"no-endpoints", access{"list", "", "endpoints", ""}, false},
 	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -97,6 +97,7 @@ func watcherRequests(t *testing.T, group string) []access {
 		t.Fatal(err)
 	}
 	k.Watch("tor-md5")
+	k.WatchServices() // docs/routes.md §8.4: while a service range is configured
 	var mu sync.Mutex
 	synced := map[state.Kind]bool{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -111,7 +112,7 @@ func watcherRequests(t *testing.T, group string) []access {
 		})
 	}()
 	// Every kind listed (the secret too), and a watch of each opened.
-	want := len(calicoListKinds) + 3 // nodes, pods, secrets
+	want := len(calicoListKinds) + 5 // nodes, pods, secrets, services, endpointslices
 	deadline := time.Now().Add(10 * time.Second)
 	var reqs []access
 	for {
@@ -125,7 +126,7 @@ func watcherRequests(t *testing.T, group string) []access {
 		mu.Lock()
 		n := len(synced)
 		mu.Unlock()
-		if n >= len(state.SyncedKinds) && watches >= want {
+		if n >= len(state.SyncedKinds)+2 && watches >= want {
 			break
 		}
 		if time.Now().After(deadline) {

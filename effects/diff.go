@@ -9,7 +9,7 @@ import (
 )
 
 // Diff returns the effects that take the world from prev to next, in a
-// fixed order: secret watches, the server, then per address (ascending)
+// fixed order: secret and service watches, the server, then per address (ascending)
 // the neighbor's effects in dependency order, and a server stop last.
 func Diff(prev, next state.State) []Effect {
 	out := watchEffects(prev, next)
@@ -101,6 +101,12 @@ func watchEffects(prev, next state.State) []Effect {
 				watch = append(watch, WatchSecret{Namespace: ns, Name: name})
 			}
 		})
+	switch { // docs/routes.md §8.4, §10
+	case prev.Out.ServiceWatch && !next.Out.ServiceWatch:
+		unwatch = append(unwatch, UnwatchServices{})
+	case next.Out.ServiceWatch && !prev.Out.ServiceWatch:
+		watch = append(watch, WatchServices{})
+	}
 	return append(unwatch, watch...)
 }
 

@@ -50,6 +50,14 @@ type WatchSecret struct{ Namespace, Name string }
 // UnwatchSecret stops that watch. Idempotent.
 type UnwatchSecret struct{ Namespace, Name string }
 
+// WatchServices starts the Service and EndpointSlice watches (list, then
+// watch, of every namespace), needed while some service range is
+// configured (docs/routes.md §8.4, §10). Idempotent.
+type WatchServices struct{}
+
+// UnwatchServices stops those watches. Idempotent.
+type UnwatchServices struct{}
+
 // AddPeer is GoBGP AddPeer with the neighbor's full config (and, when it
 // has a policy, the policy assignment). Idempotent in the executor: adding
 // an existing peer updates it.
@@ -135,6 +143,8 @@ func (e RestartServer) String() string {
 func (e StopServer) String() string    { return "stop-server: every session drops" }
 func (e WatchSecret) String() string   { return "watch-secret " + e.Namespace + "/" + e.Name }
 func (e UnwatchSecret) String() string { return "unwatch-secret " + e.Namespace + "/" + e.Name }
+func (WatchServices) String() string   { return "watch-services" }
+func (UnwatchServices) String() string { return "unwatch-services" }
 
 func (e AddPeer) String() string {
 	return fmt.Sprintf("add-peer %s gen=%d %s", e.Neighbor.Address, e.Gen, Summary(e.Neighbor))
@@ -176,18 +186,20 @@ func (e DeleteRoute) String() string {
 	return fmt.Sprintf("delete-route %s via %s gen=%d", e.Dst, e.Via, e.Gen)
 }
 
-func (StartServer) Address() netip.Addr    { return netip.Addr{} }
-func (RestartServer) Address() netip.Addr  { return netip.Addr{} }
-func (StopServer) Address() netip.Addr     { return netip.Addr{} }
-func (WatchSecret) Address() netip.Addr    { return netip.Addr{} }
-func (UnwatchSecret) Address() netip.Addr  { return netip.Addr{} }
-func (e AddPeer) Address() netip.Addr      { return e.Neighbor.Address }
-func (e UpdatePeer) Address() netip.Addr   { return e.New.Address }
-func (e DeletePeer) Address() netip.Addr   { return e.Addr }
-func (e SetPolicy) Address() netip.Addr    { return e.Addr }
-func (e DeletePolicy) Address() netip.Addr { return e.Addr }
-func (e AddRoute) Address() netip.Addr     { return e.Dst.Addr() }
-func (e DeleteRoute) Address() netip.Addr  { return e.Dst.Addr() }
+func (StartServer) Address() netip.Addr     { return netip.Addr{} }
+func (RestartServer) Address() netip.Addr   { return netip.Addr{} }
+func (StopServer) Address() netip.Addr      { return netip.Addr{} }
+func (WatchSecret) Address() netip.Addr     { return netip.Addr{} }
+func (UnwatchSecret) Address() netip.Addr   { return netip.Addr{} }
+func (WatchServices) Address() netip.Addr   { return netip.Addr{} }
+func (UnwatchServices) Address() netip.Addr { return netip.Addr{} }
+func (e AddPeer) Address() netip.Addr       { return e.Neighbor.Address }
+func (e UpdatePeer) Address() netip.Addr    { return e.New.Address }
+func (e DeletePeer) Address() netip.Addr    { return e.Addr }
+func (e SetPolicy) Address() netip.Addr     { return e.Addr }
+func (e DeletePolicy) Address() netip.Addr  { return e.Addr }
+func (e AddRoute) Address() netip.Addr      { return e.Dst.Addr() }
+func (e DeleteRoute) Address() netip.Addr   { return e.Dst.Addr() }
 
 func orDash(s string) string {
 	if s == "" {

@@ -19,7 +19,7 @@ type Executor interface {
 }
 
 // Group splits effects between the speaker and the dataplane, keeping
-// their order. Secret watches go to neither: the watch layer handles them.
+// their order. Secret and service watches go to neither: the watch layer handles them.
 func Group(effs []Effect) (speaker, dataplane, watches []Effect) {
 	for _, e := range effs {
 		switch k := e.Ref().Kind; {

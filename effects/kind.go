@@ -30,6 +30,8 @@ const (
 	KindSetAdd
 	KindSetDel
 	KindResetOut
+	KindWatchServices
+	KindUnwatchServices
 )
 
 var kindNames = [...]string{
@@ -40,7 +42,7 @@ var kindNames = [...]string{
 	KindAddRoute: "add-route", KindDeleteRoute: "delete-route",
 	KindReplaceRoute: "route-replace", KindRemoveRoute: "route-remove",
 	KindAddPath: "add-path", KindDeletePath: "delete-path", KindSetAdd: "set-add", KindSetDel: "set-del",
-	KindResetOut: "reset-out",
+	KindResetOut: "reset-out", KindWatchServices: "watch-services", KindUnwatchServices: "unwatch-services",
 }
 
 // Kinds lists every kind, in declaration order.
@@ -81,7 +83,13 @@ func (k *Kind) UnmarshalText(b []byte) error {
 // Speaker reports whether the GoBGP executor carries out the kind (the
 // dataplane executor carries out routes; the watch layer, secret watches).
 func (k Kind) Speaker() bool {
-	return !k.Dataplane() && k != KindWatchSecret && k != KindUnwatchSecret
+	return !k.Dataplane() && !k.Watch()
+}
+
+// Watch reports whether the watch layer carries the effect out (secret
+// and service watches).
+func (k Kind) Watch() bool {
+	return k == KindWatchSecret || k == KindUnwatchSecret || k == KindWatchServices || k == KindUnwatchServices
 }
 
 // Dataplane reports whether the dataplane executor (vpp, linux or none)
@@ -106,15 +114,17 @@ type Ref struct {
 	Gen  uint64
 }
 
-func (StartServer) Ref() Ref    { return Ref{Kind: KindStartServer} }
-func (RestartServer) Ref() Ref  { return Ref{Kind: KindRestartServer} }
-func (StopServer) Ref() Ref     { return Ref{Kind: KindStopServer} }
-func (WatchSecret) Ref() Ref    { return Ref{Kind: KindWatchSecret} }
-func (UnwatchSecret) Ref() Ref  { return Ref{Kind: KindUnwatchSecret} }
-func (e AddPeer) Ref() Ref      { return Ref{KindAddPeer, e.Neighbor.Address, e.Gen} }
-func (e UpdatePeer) Ref() Ref   { return Ref{KindUpdatePeer, e.New.Address, e.Gen} }
-func (e DeletePeer) Ref() Ref   { return Ref{KindDeletePeer, e.Addr, e.Gen} }
-func (e SetPolicy) Ref() Ref    { return Ref{KindSetPolicy, e.Addr, e.Gen} }
-func (e DeletePolicy) Ref() Ref { return Ref{KindDeletePolicy, e.Addr, e.Gen} }
-func (e AddRoute) Ref() Ref     { return Ref{KindAddRoute, e.Dst.Addr(), e.Gen} }
-func (e DeleteRoute) Ref() Ref  { return Ref{KindDeleteRoute, e.Dst.Addr(), e.Gen} }
+func (StartServer) Ref() Ref     { return Ref{Kind: KindStartServer} }
+func (RestartServer) Ref() Ref   { return Ref{Kind: KindRestartServer} }
+func (StopServer) Ref() Ref      { return Ref{Kind: KindStopServer} }
+func (WatchSecret) Ref() Ref     { return Ref{Kind: KindWatchSecret} }
+func (UnwatchSecret) Ref() Ref   { return Ref{Kind: KindUnwatchSecret} }
+func (WatchServices) Ref() Ref   { return Ref{Kind: KindWatchServices} }
+func (UnwatchServices) Ref() Ref { return Ref{Kind: KindUnwatchServices} }
+func (e AddPeer) Ref() Ref       { return Ref{KindAddPeer, e.Neighbor.Address, e.Gen} }
+func (e UpdatePeer) Ref() Ref    { return Ref{KindUpdatePeer, e.New.Address, e.Gen} }
+func (e DeletePeer) Ref() Ref    { return Ref{KindDeletePeer, e.Addr, e.Gen} }
+func (e SetPolicy) Ref() Ref     { return Ref{KindSetPolicy, e.Addr, e.Gen} }
+func (e DeletePolicy) Ref() Ref  { return Ref{KindDeletePolicy, e.Addr, e.Gen} }
+func (e AddRoute) Ref() Ref      { return Ref{KindAddRoute, e.Dst.Addr(), e.Gen} }
+func (e DeleteRoute) Ref() Ref   { return Ref{KindDeleteRoute, e.Dst.Addr(), e.Gen} }

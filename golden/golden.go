@@ -188,6 +188,14 @@ func Describe(a state.Action) string {
 		id = a.Pod.Key()
 	case state.PodDeleted:
 		id = a.Namespace + "/" + a.Name
+	case state.ServiceUpserted:
+		id = a.Service.Key()
+	case state.ServiceDeleted:
+		id = a.Namespace + "/" + a.Name
+	case state.EndpointSliceUpserted:
+		id = a.Slice.Key()
+	case state.EndpointSliceDeleted:
+		id = a.Namespace + "/" + a.Name
 	}
 	return strings.TrimSpace(a.ActionName() + " " + id)
 }

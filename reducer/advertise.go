@@ -60,8 +60,9 @@ func (t *tx) derivePath(k string, p netip.Prefix) {
 	t.markRoute(p) // an own block's drop route, a learned route of an own path (docs/routes.md §9.2, §9.3)
 	o, _ := t.s.Index.Origins.Get(k)
 	var own, pods []string
+	var svc *state.Origins
 	if o != nil {
-		own, pods = t.ownAffinities(o), o.Pods
+		own, pods, svc = t.ownAffinities(o), o.Pods, o
 	}
 	l := t.local()
 	var nh netip.Addr
@@ -88,6 +89,14 @@ func (t *tx) derivePath(k string, p netip.Prefix) {
 	if len(pods) > 0 && nh.IsValid() && pool != nil && !noBGP && !t.insideOwnBlock(p) {
 		for _, pk := range pods {
 			origins = append(origins, podObject(pk))
+		}
+	}
+	if svc != nil && nh.IsValid() { // docs/routes.md §8.4: outside pools, never problems
+		if len(svc.Ranges) > 0 {
+			origins = append(origins, configObject("default"))
+		}
+		for _, sk := range svc.Services {
+			origins = append(origins, serviceObject(sk))
 		}
 	}
 	t.setProblems(pathBucket(k), probs)

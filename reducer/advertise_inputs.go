@@ -306,7 +306,22 @@ func compilePod(p *state.Pod) (*state.PodEntry, []state.Problem) {
 
 // origin and unorigin keep Index.Origins: name (an affinity, or a pod key
 // when pod) produces prefix p, or no longer does.
-func (t *tx) origin(p netip.Prefix, name string, pod bool) {
+func (t *tx) origin(p netip.Prefix, name string, pod bool) { t.originIn(p, name, originList(pod)) }
+
+func (t *tx) unorigin(p netip.Prefix, name string, pod bool) {
+	t.unoriginIn(p, name, originList(pod))
+}
+
+func originList(pod bool) func(*state.Origins) *[]string {
+	if pod {
+		return func(o *state.Origins) *[]string { return &o.Pods }
+	}
+	return func(o *state.Origins) *[]string { return &o.Blocks }
+}
+
+// originIn and unoriginIn: name, in the list of Origins sel picks,
+// produces prefix p, or no longer does.
+func (t *tx) originIn(p netip.Prefix, name string, sel func(*state.Origins) *[]string) {
 	if !p.IsValid() {
 		return
 	}
@@ -317,17 +332,14 @@ func (t *tx) origin(p netip.Prefix, name string, pod bool) {
 		c := *cur
 		o = &c
 	}
-	list := &o.Blocks
-	if pod {
-		list = &o.Pods
-	}
+	list := sel(o)
 	if i, found := slices.BinarySearch(*list, name); !found {
 		*list = slices.Insert(slices.Clone(*list), i, name)
 	}
 	idx.Origins = idx.Origins.Set(k, o)
 }
 
-func (t *tx) unorigin(p netip.Prefix, name string, pod bool) {
+func (t *tx) unoriginIn(p netip.Prefix, name string, sel func(*state.Origins) *[]string) {
 	if !p.IsValid() {
 		return
 	}
@@ -338,16 +350,13 @@ func (t *tx) unorigin(p netip.Prefix, name string, pod bool) {
 		return
 	}
 	o := *cur
-	list := &o.Blocks
-	if pod {
-		list = &o.Pods
-	}
+	list := sel(&o)
 	i := slices.Index(*list, name)
 	if i < 0 {
 		return
 	}
 	*list = slices.Delete(slices.Clone(*list), i, i+1)
-	if len(o.Blocks) == 0 && len(o.Pods) == 0 {
+	if len(o.Blocks)+len(o.Pods)+len(o.Services)+len(o.Ranges) == 0 {
 		idx.Origins = idx.Origins.Delete(k)
 		return
 	}

@@ -55,6 +55,8 @@ var (
 	affinityNames = []string{"aff-1", "aff-2", "aff-3", "aff-4"}
 	poolNames     = []string{"pool-1", "pool-2", "pool-3"}
 	podNames      = []string{"pod-1", "pod-2", "pod-3"}
+	serviceNames  = []string{"svc-1", "svc-2", "svc-3"}
+	sliceNames    = []string{"slice-1", "slice-2", "slice-3", "slice-4"}
 	blockCIDRs    = []string{"10.244.1.0/26", "10.244.2.0/26", "10.244.1.9/26", "fd00:244::/122", "10.245.0.0/26", "10.244.1.0/24", "bad"}
 	poolCIDRs     = []string{"10.244.0.0/16", "10.244.1.0/24", "10.244.0.0/16", "fd00:244::/48", "10.244.2.0/26", "nope"}
 	podIPs        = []string{"10.244.2.7", "10.244.1.9", "10.245.0.5", "fd00:244::7", "10.244.7.7", "bad-ip"}
@@ -96,7 +98,7 @@ func (g *gen) action(s state.State) state.Action {
 	if g.chance(8) {
 		return g.bestPaths(s)
 	}
-	switch g.c.IntN(26) {
+	switch g.c.IntN(30) {
 	case 0, 1, 2:
 		return state.NodeUpserted{Node: g.node(g.nodeName())}
 	case 3:
@@ -121,6 +123,16 @@ func (g *gen) action(s state.State) state.Action {
 		return g.synced(s)
 	case 17:
 		return g.inputProblems()
+	case 18, 26, 27:
+		if g.chance(25) {
+			return state.ServiceDeleted{Namespace: "ns", Name: g.pick(serviceNames...)}
+		}
+		return state.ServiceUpserted{Service: g.service(g.pick(serviceNames...))}
+	case 19, 28, 29:
+		if g.chance(25) {
+			return state.EndpointSliceDeleted{Namespace: "ns", Name: g.pick(sliceNames...)}
+		}
+		return state.EndpointSliceUpserted{Slice: g.slice(g.pick(sliceNames...))}
 	case 20, 21:
 		return state.BlockAffinityUpserted{Affinity: g.affinity(g.pick(affinityNames...))}
 	case 22:
@@ -164,7 +176,56 @@ func (g *gen) node(name string) state.Node {
 	if g.chance(20) {
 		n.RRClusterID = g.pick("1.0.0.1", "1.0.0.1", "1.0.0.2", "bogus")
 	}
+	if g.chance(15) {
+		n.Labels["node.kubernetes.io/exclude-from-external-load-balancers"] = g.pick("true", "false")
+	}
 	return n
+}
+
+// service and slice are the inputs of docs/routes.md §8.4: addresses in
+// and out of the generated ranges, both policies, unparsable text.
+func (g *gen) service(name string) state.Service {
+	s := state.Service{Namespace: "ns", Name: name, Type: g.pick("ClusterIP", "LoadBalancer", "LoadBalancer", "NodePort", "ExternalName", ""),
+		ExternalTrafficPolicy: g.pick("Cluster", "Local", ""), IPFamilies: []string{g.pick("IPv4", "IPv4", "IPv6")}}
+	if !g.chance(10) {
+		s.ClusterIPs = []string{g.pick("10.96.0.10", "10.96.0.10", "10.96.0.11", "10.96.0.11", "None", "fd00:96::10", "bad")}
+	}
+	for range g.c.IntN(2) {
+		s.ExternalIPs = append(s.ExternalIPs, g.pick("203.0.113.1", "203.0.113.2", "198.51.100.9"))
+	}
+	for range 1 + g.c.IntN(2) {
+		s.IngressIPs = append(s.IngressIPs, g.pick("198.51.100.5", "198.51.100.9", "198.51.100.9", "203.0.113.1", "x"))
+	}
+	return s
+}
+
+func (g *gen) slice(name string) state.EndpointSlice {
+	sl := state.EndpointSlice{Namespace: "ns", Name: name, ServiceName: g.pick(append([]string{""}, serviceNames...)...),
+		AddressType: g.pick("IPv4", "IPv4", "IPv6")}
+	for range 1 + g.c.IntN(2) {
+		ep := state.Endpoint{NodeName: g.pick(localNode, localNode, g.nodeName())}
+		if g.chance(50) {
+			r := g.chance(60)
+			ep.Ready = &r
+		}
+		sl.Endpoints = append(sl.Endpoints, ep)
+	}
+	return sl
+}
+
+// serviceRanges sets the service fields of a default configuration.
+func (g *gen) serviceRanges(c *state.BGPConfiguration) {
+	cidrs := func(xs ...string) []state.ServiceCIDR {
+		var out []state.ServiceCIDR
+		for range 1 + g.c.IntN(2) {
+			out = append(out, state.ServiceCIDR{CIDR: g.pick(xs...)})
+		}
+		return out
+	}
+	c.ServiceClusterIPs = cidrs("10.96.0.0/12", "10.96.0.10/32", "fd00:96::/108", "bad")
+	c.ServiceExternalIPs = cidrs("203.0.113.0/24", "203.0.113.1/32")
+	c.ServiceLoadBalancerIPs = cidrs("198.51.100.0/24", "198.51.100.9/32")
+	c.ServiceLoadBalancerAggregation = g.pick("", "Enabled", "Disabled", "Sometimes")
 }
 
 // nodeAddr is mostly the node's own address, sometimes another node's (a
@@ -280,6 +341,9 @@ func (g *gen) config(name string) state.BGPConfiguration {
 	}
 	if name == "default" || name == "node.node-a" {
 		g.communities(&c)
+	}
+	if name == "default" && g.chance(80) {
+		g.serviceRanges(&c)
 	}
 	if name != "default" && !g.chance(10) {
 		return c
@@ -408,7 +472,7 @@ func (g *gen) inputProblems() state.Action {
 // identical relist), those with one changed, or a fresh random list.
 func (g *gen) synced(s state.State) state.Action {
 	kinds := []state.Kind{state.KindNode, state.KindBGPPeer, state.KindBGPConfiguration, state.KindBGPFilter, state.KindSecret,
-		state.KindBlockAffinity, state.KindIPPool, state.KindPod}
+		state.KindBlockAffinity, state.KindIPPool, state.KindPod, state.KindService, state.KindEndpointSlice}
 	a := state.SourceSynced{Kind: kinds[g.c.IntN(len(kinds))]}
 	cur := ObjectsOf(s)
 	mode := g.c.IntN(4)
@@ -432,6 +496,10 @@ func (g *gen) synced(s state.State) state.Action {
 		a.Pools = relist(cur.Pools, poolNames, func(x state.IPPool) string { return x.Name }, keep, fresh, g.pool)
 	case state.KindPod:
 		a.Pods = relist(cur.Pods, podNames, func(x state.Pod) string { return x.Name }, keep, fresh, g.pod)
+	case state.KindService:
+		a.Services = relist(cur.Services, serviceNames, func(x state.Service) string { return x.Name }, keep, fresh, g.service)
+	case state.KindEndpointSlice:
+		a.EndpointSlices = relist(cur.EndpointSlices, sliceNames, func(x state.EndpointSlice) string { return x.Name }, keep, fresh, g.slice)
 	}
 	return a
 }

@@ -73,6 +73,7 @@ func (t *tx) nodeChanged(name string, old, cur *state.NodeEntry) {
 		t.reindexAddrs(name, old, cur)
 	}
 	if name == t.s.Node {
+		t.services = true // the exclusion label (docs/routes.md §8.4)
 		if old != nil && cur != nil && !attrsChanged(old, cur) {
 			t.localLabelsChanged(old, cur)
 			return
@@ -192,12 +193,18 @@ func (t *tx) configChanged(name string, old, cur *state.BGPConfiguration) {
 	if name == "default" || (isNode && node == t.s.Node) {
 		t.refreshCommunities()
 	}
+	if name == "default" {
+		t.services = true // docs/routes.md §8.4
+	}
 	if old != nil && cur != nil {
-		// The log level and the communities (docs/routes.md §8.5) shape no
-		// neighbor.
+		// The log level, the communities (docs/routes.md §8.5) and the
+		// service ranges (§8.4) shape no neighbor.
 		a, b := *old, *cur
 		a.LogSeverityScreen, b.LogSeverityScreen = "", ""
 		a.Communities, b.Communities, a.PrefixAdvertisements, b.PrefixAdvertisements = nil, nil, nil, nil
+		a.ServiceClusterIPs, b.ServiceClusterIPs, a.ServiceExternalIPs, b.ServiceExternalIPs = nil, nil, nil, nil
+		a.ServiceLoadBalancerIPs, b.ServiceLoadBalancerIPs = nil, nil
+		a.ServiceLoadBalancerAggregation, b.ServiceLoadBalancerAggregation = "", ""
 		if reflect.DeepEqual(a, b) {
 			return
 		}
@@ -235,6 +242,10 @@ func validateConfig(c *state.BGPConfiguration) (probs []state.Problem, invalid b
 	}
 	_, commProbs := compileCommunities(c)
 	probs = append(probs, commProbs...)
+	if c.Name == "default" {
+		_, rangeProbs := compileRanges(c) // docs/routes.md §11.3
+		probs = append(probs, rangeProbs...)
+	}
 	if strings.HasPrefix(c.Name, "node.") {
 		if c.ASNumber != 0 || c.NodeToNodeMeshEnabled != nil || c.NodeMeshPassword != nil || c.NodeMeshMaxRestartTime != nil {
 			note("a per-node configuration may set only listenPort, logSeverityScreen, communities and prefixAdvertisements; the rest is ignored")

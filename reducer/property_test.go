@@ -221,6 +221,9 @@ func snapshot(s state.State) string {
 	rangeText(&b, "pools-by-cidr", idx.PoolsByCIDR, func(n string) string { return n })
 	rangeText(&b, "sets", s.Out.Sets, func(m state.SetMember) string { return fmt.Sprint(m) })
 	fmt.Fprintf(&b, "communities: %v\n", idx.Communities)
+	rangeText(&b, "service", in.Services, func(e *state.ServiceEntry) string { return fmt.Sprint(e.Gives) })
+	rangeText(&b, "slices-by-service", idx.SlicesByService, func(n string) string { return n })
+	fmt.Fprintf(&b, "service-ranges: %+v watch: %v\n", idx.ServiceRanges, s.Out.ServiceWatch)
 	return b.String()
 }
 
@@ -329,6 +332,14 @@ func fromUpserts(node string, opts state.Options, o Objects) state.State {
 		acts = append(acts, state.PodUpserted{Pod: x})
 	}
 	slices.Reverse(acts)
+	// Services and slices last: they are watched only once a range is
+	// configured (docs/routes.md §8.4).
+	for _, x := range o.EndpointSlices {
+		acts = append(acts, state.EndpointSliceUpserted{Slice: x})
+	}
+	for _, x := range o.Services {
+		acts = append(acts, state.ServiceUpserted{Service: x})
+	}
 	for _, a := range acts {
 		s = Reduce(s, a)
 	}
@@ -352,7 +363,7 @@ func initialEffects(scratch state.State) string {
 			added = append(added, e.Neighbor.Address.String())
 		case effects.AddPath:
 			paths = append(paths, e.Path.Prefix.String())
-		case effects.StartServer, effects.WatchSecret, effects.SetPolicy, effects.AddRoute, effects.SetAdd:
+		case effects.StartServer, effects.WatchSecret, effects.WatchServices, effects.SetPolicy, effects.AddRoute, effects.SetAdd:
 		default:
 			return fmt.Sprintf("initial plan has %q", e)
 		}

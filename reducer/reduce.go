@@ -51,6 +51,14 @@ func Reduce(s state.State, a state.Action) state.State {
 		t.upsertPod(&a.Pod)
 	case state.PodDeleted:
 		t.deletePod(a.Namespace + "/" + a.Name)
+	case state.ServiceUpserted:
+		t.upsertService(&a.Service)
+	case state.ServiceDeleted:
+		t.deleteService(a.Namespace + "/" + a.Name)
+	case state.EndpointSliceUpserted:
+		t.upsertSlice(&a.Slice)
+	case state.EndpointSliceDeleted:
+		t.deleteSlice(a.Namespace + "/" + a.Name)
 	case state.BestPathsChanged:
 		t.bestPaths(a)
 	case state.EndOfRIBReceived:
@@ -88,6 +96,9 @@ type tx struct {
 	// before this step.
 	routes   map[string]netip.Prefix
 	wasReady bool
+	// services: the service ranges and every service's host paths must be
+	// derived again (docs/routes.md §8.4).
+	services bool
 }
 
 func (t *tx) markDirty(key string) { t.dirty[key] = struct{}{} }
@@ -111,6 +122,9 @@ func (t *tx) finish() state.State {
 	t.neighborRoutes(before, keys)
 	if t.keysChanged && t.s.OptmemMax > 0 {
 		t.checkKeyMemory()
+	}
+	if t.full || t.services {
+		t.refreshServices()
 	}
 	all := t.allPaths
 	t.derivePaths()

@@ -172,6 +172,9 @@ func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, [
 	if _, own := t.s.Out.Advertised.Get(k); own {
 		return nil, "own path", nil
 	}
+	if insideServiceRange(t.s.Index.ServiceRanges, p) {
+		return nil, "inside a service range", nil // docs/routes.md §9.2 rule 5
+	}
 	if p.Bits() == p.Addr().BitLen() {
 		if n, ok := t.s.Out.Neighbors.Get(state.AddrKey(p.Addr())); ok && n.Active() && n.ReachableBy.IsValid() {
 			return nil, "reachableBy route of the neighbor wins", nil

@@ -19,6 +19,10 @@ type Objects struct {
 	Affinities []state.BlockAffinity
 	Pools      []state.IPPool
 	Pods       []state.Pod
+	// Services and EndpointSlices are listed only while some service range
+	// is configured (docs/routes.md §8.4).
+	Services       []state.Service
+	EndpointSlices []state.EndpointSlice
 	// Learned are the running speaker's best paths that count
 	// (docs/routes.md §9.1), by prefix.
 	Learned []state.BestPaths
@@ -44,6 +48,8 @@ func FromScratch(node string, opts state.Options, objects Objects) state.State {
 		{Kind: state.KindIPPool, Pools: objects.Pools},
 		{Kind: state.KindBlockAffinity, Affinities: objects.Affinities},
 		{Kind: state.KindPod, Pods: objects.Pods},
+		{Kind: state.KindService, Services: objects.Services},
+		{Kind: state.KindEndpointSlice, EndpointSlices: objects.EndpointSlices},
 	} {
 		s = Reduce(s, a)
 	}
@@ -75,6 +81,11 @@ func ObjectsOf(s state.State) Objects {
 	in.Affinities.Range(func(_ string, e *state.AffinityEntry) bool { o.Affinities = append(o.Affinities, *e.Spec); return true })
 	in.Pools.Range(func(_ string, e *state.PoolEntry) bool { o.Pools = append(o.Pools, *e.Spec); return true })
 	in.Pods.Range(func(_ string, e *state.PodEntry) bool { o.Pods = append(o.Pods, *e.Spec); return true })
+	in.Services.Range(func(_ string, e *state.ServiceEntry) bool { o.Services = append(o.Services, *e.Spec); return true })
+	in.EndpointSlices.Range(func(_ string, x *state.EndpointSlice) bool {
+		o.EndpointSlices = append(o.EndpointSlices, *x)
+		return true
+	})
 	in.Learned.Range(func(_ string, b *state.BestPaths) bool { o.Learned = append(o.Learned, *b); return true })
 	return o
 }

@@ -56,6 +56,24 @@ func (t *tx) synced(a state.SourceSynced) {
 			t.upsertPod(&a.Pods[i])
 		}
 		deleteUnseen(t.s.Inputs.Pods, seen, t.deletePod)
+	case state.KindService:
+		if !t.s.Out.ServiceWatch {
+			return // a late list of a stopped watch
+		}
+		for i := range a.Services {
+			seen[a.Services[i].Key()] = true
+			t.upsertService(&a.Services[i])
+		}
+		deleteUnseen(t.s.Inputs.Services, seen, t.deleteService)
+	case state.KindEndpointSlice:
+		if !t.s.Out.ServiceWatch {
+			return
+		}
+		for i := range a.EndpointSlices {
+			seen[a.EndpointSlices[i].Key()] = true
+			t.upsertSlice(&a.EndpointSlices[i])
+		}
+		deleteUnseen(t.s.Inputs.EndpointSlices, seen, t.deleteSlice)
 	case state.KindSecret:
 		for i := range a.Secrets {
 			seen[a.Secrets[i].Name] = true

@@ -78,6 +78,10 @@ type SourceSynced struct {
 	Affinities []BlockAffinity `json:"affinities,omitempty"`
 	Pools      []IPPool        `json:"pools,omitempty"`
 	Pods       []Pod           `json:"pods,omitempty"`
+	// Services and EndpointSlices (docs/routes.md §8.4), listed while
+	// watched.
+	Services       []Service       `json:"services,omitempty"`
+	EndpointSlices []EndpointSlice `json:"endpointSlices,omitempty"`
 }
 
 // InputProblemsReported: a source (the manifest directory) replaces the

@@ -46,6 +46,10 @@ var actionTypes = map[string]func() Action{
 	"ipPoolDeleted":         func() Action { return &IPPoolDeleted{} },
 	"podUpserted":           func() Action { return &PodUpserted{} },
 	"podDeleted":            func() Action { return &PodDeleted{} },
+	"serviceUpserted":       func() Action { return &ServiceUpserted{} },
+	"serviceDeleted":        func() Action { return &ServiceDeleted{} },
+	"endpointSliceUpserted": func() Action { return &EndpointSliceUpserted{} },
+	"endpointSliceDeleted":  func() Action { return &EndpointSliceDeleted{} },
 }
 
 // ActionNames lists every action name, sorted.

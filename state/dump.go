@@ -29,6 +29,9 @@ type Dump struct {
 	// not succeeded since: phase, attempts and last error (docs/routes.md
 	// §10). Calls that never failed are left out.
 	PathCalls []*PathCall `json:"pathCalls,omitempty"`
+	// ServiceWatch: the Service and EndpointSlice watches run
+	// (docs/routes.md §8.4).
+	ServiceWatch bool `json:"serviceWatch,omitempty"`
 }
 
 // AdvertisedPath is an own path in the dump: the path and its receivers.
@@ -49,9 +52,12 @@ func (s State) Dump() Dump {
 			"secrets": s.Inputs.Secrets.Len(), "blockaffinities": s.Inputs.Affinities.Len(),
 			"ippools": s.Inputs.Pools.Len(), "pods": s.Inputs.Pods.Len(),
 		},
-		Advertised: []AdvertisedPath{},
+		Advertised: []AdvertisedPath{}, ServiceWatch: s.Out.ServiceWatch,
 	}
-	for _, k := range append(append([]Kind{}, SyncedKinds...), KindSecret) {
+	if s.Out.ServiceWatch {
+		d.Objects["services"], d.Objects["endpointslices"] = s.Inputs.Services.Len(), s.Inputs.EndpointSlices.Len()
+	}
+	for _, k := range append(append([]Kind{}, SyncedKinds...), KindSecret, KindService, KindEndpointSlice) {
 		if s.Synced[k] {
 			d.Synced = append(d.Synced, k)
 		}

@@ -119,6 +119,11 @@ type Index struct {
 	Origins     *pmap.Map[*Origins]
 	PoolsByCIDR *pmap.Map[string]
 	Communities []CommunityRule
+	// ServiceRanges are the default configuration's service ranges in
+	// force; SlicesByService: NAMESPACE/SERVICE/SLICE -> slice key, every
+	// EndpointSlice naming a service (docs/routes.md §8.4).
+	ServiceRanges   ServiceRanges
+	SlicesByService *pmap.Map[string]
 }
 
 // Origins are the objects that may produce the path of one prefix.
@@ -126,6 +131,11 @@ type Origins struct {
 	Prefix netip.Prefix
 	Blocks []string // affinity names, sorted
 	Pods   []string // pod keys, sorted
+	// Services are the service keys giving this host path, Ranges the
+	// range lists (serviceClusterIPs, ...) holding this CIDR, both sorted
+	// (docs/routes.md §8.4).
+	Services []string
+	Ranges   []string
 }
 
 // CommunityRule is one prefixAdvertisement in force: the communities
@@ -141,5 +151,6 @@ func newIndex() Index {
 		NodeByAddr: pmap.New[string](), SecretUsers: pmap.New[*pmap.Map[struct{}]](),
 		FilterUsers: pmap.New[*pmap.Map[struct{}]](), SelPeers: pmap.New[struct{}](),
 		RevPeers: pmap.New[struct{}](), Origins: pmap.New[*Origins](), PoolsByCIDR: pmap.New[string](),
+		SlicesByService: pmap.New[string](),
 	}
 }

@@ -52,7 +52,12 @@ type BGPConfiguration struct {
 	// overrides the default's.
 	Communities          []Community            `json:"communities,omitempty"`
 	PrefixAdvertisements *[]PrefixAdvertisement `json:"prefixAdvertisements,omitempty"`
-	Unsupported          []string               `json:"unsupported,omitempty"` // as BGPPeer's
+	// Service ranges (docs/routes.md §8.4), read from "default" only.
+	ServiceClusterIPs              []ServiceCIDR `json:"serviceClusterIPs,omitempty"`
+	ServiceExternalIPs             []ServiceCIDR `json:"serviceExternalIPs,omitempty"`
+	ServiceLoadBalancerIPs         []ServiceCIDR `json:"serviceLoadBalancerIPs,omitempty"`
+	ServiceLoadBalancerAggregation string        `json:"serviceLoadBalancerAggregation,omitempty"`
+	Unsupported                    []string      `json:"unsupported,omitempty"` // as BGPPeer's
 }
 
 // BGPFilter is a Calico BGPFilter: ordered rules per direction and family.

@@ -79,10 +79,13 @@ type State struct {
 	Routing Routing `json:"routing"`
 	// PathSeq counts own path changes; path call generations are drawn from
 	// it (docs/routes.md §10).
-	PathSeq uint64  `json:"pathSeq,omitempty"`
-	Inputs  Inputs  `json:"-"`
-	Out     Derived `json:"-"`
-	Index   Index   `json:"-"`
+	PathSeq uint64 `json:"pathSeq,omitempty"`
+	// ServiceWatchLate: the Service and EndpointSlice watches started after
+	// every other source had listed (see AllSynced).
+	ServiceWatchLate bool    `json:"serviceWatchLate,omitempty"`
+	Inputs           Inputs  `json:"-"`
+	Out              Derived `json:"-"`
+	Index            Index   `json:"-"`
 }
 
 // Inputs are the objects as last seen, keyed by name.
@@ -102,6 +105,10 @@ type Inputs struct {
 	// Learned are the best paths of the running speaker that count (neither
 	// withdrawn nor local), by PrefixKey (docs/routes.md §9.1).
 	Learned *pmap.Map[*BestPaths]
+	// Services and EndpointSlices, by NAMESPACE/NAME, kept only while
+	// watched (docs/routes.md §8.4).
+	Services       *pmap.Map[*ServiceEntry]
+	EndpointSlices *pmap.Map[*EndpointSlice]
 }
 
 // Derived is what the reducer computes and Diff compares.
@@ -122,14 +129,24 @@ type Derived struct {
 	// PrefixKey (docs/routes.md §10): every advertised path, and withdrawals
 	// not yet applied.
 	PathCalls *pmap.Map[*PathCall]
+	// ServiceWatch: the Service and EndpointSlice watches should run (some
+	// service range is configured, docs/routes.md §8.4).
+	ServiceWatch bool
 }
 
-// AllSynced reports whether every gating source has listed.
+// AllSynced reports whether every gating source has listed. Services and
+// EndpointSlices gate only while watched, and only when the watch was
+// started before the gate opened (docs/routes.md "Amendment to §1"): a
+// watch started later begins from no services, so its partial view can
+// only add paths, and closing the gate again would hold every other effect.
 func (s State) AllSynced() bool {
 	for _, k := range SyncedKinds {
 		if !s.Synced[k] {
 			return false
 		}
+	}
+	if s.Out.ServiceWatch && !s.ServiceWatchLate {
+		return s.Synced[KindService] && s.Synced[KindEndpointSlice]
 	}
 	return true
 }
@@ -154,6 +171,7 @@ func New(node string, opts Options) State {
 			Secrets: pmap.New[*Secret](), InputProblems: pmap.New[[]Problem](),
 			Affinities: pmap.New[*AffinityEntry](), Pools: pmap.New[*PoolEntry](),
 			Pods: pmap.New[*PodEntry](), Learned: pmap.New[*BestPaths](),
+			Services: pmap.New[*ServiceEntry](), EndpointSlices: pmap.New[*EndpointSlice](),
 		},
 		Out: Derived{
 			Neighbors: pmap.New[*Neighbor](), Sessions: pmap.New[*Session](),

@@ -81,6 +81,19 @@ func Config(c *v3.BGPConfiguration) state.BGPConfiguration {
 	if s.NodeMeshMaxRestartTime != nil {
 		out.NodeMeshMaxRestartTime = &state.Duration{Duration: s.NodeMeshMaxRestartTime.Duration}
 	}
+	// docs/routes.md §8.4
+	for _, b := range s.ServiceClusterIPs {
+		out.ServiceClusterIPs = append(out.ServiceClusterIPs, state.ServiceCIDR{CIDR: b.CIDR})
+	}
+	for _, b := range s.ServiceExternalIPs {
+		out.ServiceExternalIPs = append(out.ServiceExternalIPs, state.ServiceCIDR{CIDR: b.CIDR})
+	}
+	for _, b := range s.ServiceLoadBalancerIPs {
+		out.ServiceLoadBalancerIPs = append(out.ServiceLoadBalancerIPs, state.ServiceCIDR{CIDR: b.CIDR})
+	}
+	if s.ServiceLoadBalancerAggregation != nil {
+		out.ServiceLoadBalancerAggregation = string(*s.ServiceLoadBalancerAggregation)
+	}
 	return out
 }
 

@@ -75,10 +75,10 @@ type Objects struct {
 	Pods       []state.Pod
 }
 
-// Actions returns one SourceSynced per kind, all eight (secrets included)
+// Actions returns one SourceSynced per kind, all ten (secrets included)
 // in a fixed order: nodes, configurations, filters, secrets, then peers,
 // so that peers are resolved against complete inputs, then pools,
-// affinities and pods.
+// affinities, pods, services and endpoint slices.
 func (o Objects) Actions() []state.Action {
 	return []state.Action{
 		state.SourceSynced{Kind: state.KindNode, Nodes: o.Nodes},
@@ -89,6 +89,11 @@ func (o Objects) Actions() []state.Action {
 		state.SourceSynced{Kind: state.KindIPPool, Pools: o.Pools},
 		state.SourceSynced{Kind: state.KindBlockAffinity, Affinities: o.Affinities},
 		state.SourceSynced{Kind: state.KindPod, Pods: o.Pods},
+		// A directory holds no Services: it lists none, which the reducer
+		// takes only while a service range is configured (docs/routes.md
+		// §8.4), after the configurations above.
+		state.SourceSynced{Kind: state.KindService},
+		state.SourceSynced{Kind: state.KindEndpointSlice},
 	}
 }
 

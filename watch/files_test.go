@@ -323,6 +323,8 @@ func TestLoadObjectsActions(t *testing.T) {
 		state.SourceSynced{Kind: state.KindIPPool},
 		state.SourceSynced{Kind: state.KindBlockAffinity},
 		state.SourceSynced{Kind: state.KindPod},
+		state.SourceSynced{Kind: state.KindService},
+		state.SourceSynced{Kind: state.KindEndpointSlice},
 	}
 	if d := cmp.Diff(want, o.Actions(), fileCmp); d != "" {
 		t.Errorf("actions (-want +got):\n%s", d)

@@ -53,6 +53,7 @@ type Kube struct {
 	mu      sync.Mutex
 	run     *runScope               // set while Run runs
 	secrets map[string]*secretWatch // wanted names, started while Run runs
+	svc     serviceWatch            // docs/routes.md §8.4: started while wanted and Run runs
 }
 
 // runScope is what a running Run lends to watches started later.
@@ -130,6 +131,9 @@ func (k *Kube) begin(rs *runScope) error {
 	for _, w := range k.secrets {
 		k.startSecret(w)
 	}
+	if k.svc.wanted {
+		k.startServices()
+	}
 	return nil
 }
 
@@ -142,6 +146,7 @@ func (k *Kube) end() {
 	for _, w := range k.secrets {
 		w.stop()
 	}
+	k.svc.stop()
 }
 
 // resolveGroup settles the group flag, retrying discovery with backoff

@@ -90,7 +90,7 @@ func listCluster(ctx context.Context, f *runFlags, log *slog.Logger) ([]state.Ac
 	done := make(chan error, 1)
 	go func() { done <- src.Run(runCtx, c.dispatch) }()
 	defer func() { stop(); <-done }()
-	requested := map[string]bool{}
+	requested, requestedServices := map[string]bool{}, false
 	for {
 		acts, synced, seen := c.snapshot()
 		if synced {
@@ -107,6 +107,13 @@ func listCluster(ctx context.Context, f *runFlags, log *slog.Logger) ([]state.Ac
 				}
 				return true
 			})
+			if s.Out.ServiceWatch && !s.AllSynced() { // docs/routes.md §8.4
+				if w := serviceWatcher(src); w != nil && !requestedServices {
+					requestedServices = true
+					w.WatchServices()
+				}
+				missing = true
+			}
 			if !missing {
 				return acts, nil
 			}

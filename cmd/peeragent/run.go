@@ -31,6 +31,15 @@ type source interface {
 	Run(ctx context.Context, dispatch func(state.Action)) error
 }
 
+// serviceWatcher is src's Service and EndpointSlice watch, if it has one
+// (a manifest directory lists no services and needs none).
+func serviceWatcher(src source) agent.ServiceWatcher {
+	if w, ok := src.(agent.ServiceWatcher); ok {
+		return w
+	}
+	return nil
+}
+
 type runFlags struct {
 	node, from, kubeconfig, group, httpAddr, vppSocket, logLevel, shutdown string
 	listen                                                                 stringList
@@ -119,7 +128,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	var sched *retry.Scheduler
 	clock := &settleClock{}
 	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: dpExec,
-		Secrets: src, Log: log, Journal: f.journal,
+		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal,
 		Observer:  []func(state.Action){func(a state.Action) { sched.Observe(a) }},
 		Published: []func(state.State){follow.observe, reporter.observe, clock.observe}})
 	loop.Dispatch(effects.ListRoutes(ctx, dp)) // the held routes, before anything is applied (docs/routes.md §9.6)
