@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,4 +98,113 @@ func TestFRRReceivesOwnIPv6Block(t *testing.T) {
 	}
 	text, _ := peer.Exec("show bgp ipv6 unicast " + block)
 	t.Logf("FRR has our IPv6 block:\n%s", text)
+}
+
+// TestFRRIPv6GlobalAndLinkLocalNextHop is docs/routes.md appendix A
+// scenario 37 at the speaker: FRR (eBGP over ::1) sends an IPv6 route with
+// an outbound route-map setting a global and a link-local next hop.
+// bgpd 8.4 without zebra knows no interface, so no shared link, and puts
+// only the global one on the wire; the test takes either form: the
+// global next hop first, the link-local one (if sent) after it (§9.1 rule
+// 2), the reducer's route via the global one only (§9.2 rule 2; the
+// two-next-hop input is golden routes-learned-ipv6-link-local), and the
+// first session still up.
+func TestFRRIPv6GlobalAndLinkLocalNextHop(t *testing.T) {
+	frr.Require(t)
+	requireLoopback(t, ourAddr)
+	lo6 := netip.MustParseAddr("::1")
+	const nodeV6, prefix, global, linkLocal, frrAS = "fd00:1::a", "fd00:99::/64", "fd00:1::99", "fe80::99", 65041
+	logs := &logBuf{}
+	sp := &speaker{
+		Executor: New(Options{ListenAddresses: []string{ourAddr, lo6.String()}, GoBGPLevel: slog.LevelInfo,
+			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}),
+		addr: ourAddr, port: freePort(t, ourAddr), logs: logs, events: newRecorder(),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sp.WatchSessions(ctx, sp.events.add) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		sp.Close()
+		if t.Failed() {
+			t.Logf("our speaker's log:\n%s", logs.String())
+		}
+	})
+	frrPort := frr.FreePort(t, lo6)
+	peer := frr.Start(t, frr.Config{RouterID: netip.MustParseAddr("127.0.0.41"), Address: lo6, Port: frrPort, AS: frrAS,
+		Neighbors: []frr.Neighbor{{Name: "agent", Address: lo6, Port: int(sp.port), AS: ourAS, AFExtra: []string{"route-map NH6 out"}}},
+		Announce:  []netip.Prefix{netip.MustParsePrefix(prefix)},
+		Raw:       []string{"route-map NH6 permit 10", " set ipv6 next-hop global " + global, " set ipv6 next-hop local " + linkLocal}})
+
+	ag := newBirdAgent(t, sp)
+	learned := watchLearned(t, sp)
+	learned.forward(func(a state.Action) {
+		select {
+		case ag.in <- birdRequest{a: a}:
+		case <-ag.stop:
+		}
+	})
+	meshOff := false
+	for _, a := range []state.Action{
+		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{{Name: ourNode, IPv4Address: ourAddr + "/8", IPv6Address: nodeV6 + "/64"}}},
+		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: []state.BGPConfiguration{
+			{Name: "default", NodeToNodeMeshEnabled: &meshOff},
+			{Name: "node." + ourNode, ListenPort: int32(sp.port)},
+		}},
+		state.SourceSynced{Kind: state.KindBGPFilter},
+		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{{Name: "frr6", Node: ourNode,
+			PeerIP: netip.AddrPortFrom(lo6, uint16(frrPort)).String(), ASNumber: frrAS, SourceAddress: "None"}}},
+		state.SourceSynced{Kind: state.KindIPPool},
+		state.SourceSynced{Kind: state.KindBlockAffinity},
+		state.SourceSynced{Kind: state.KindPod},
+	} {
+		ag.dispatch(t, a)
+	}
+	i := learned.wait(t, 0, "best path "+prefix, func(a state.Action) bool {
+		paths, ok := bestOf(a, ag.state().Routing.SpeakerGen, prefix)
+		return ok && len(paths) == 1 && !paths[0].Withdrawn
+	})
+	paths, _ := bestOf(learned.all()[i], ag.state().Routing.SpeakerGen, prefix)
+	want := []netip.Addr{netip.MustParseAddr(global), netip.MustParseAddr(linkLocal)}
+	if nh := paths[0].NextHops; (!slices.Equal(nh, want) && !slices.Equal(nh, want[:1])) || paths[0].Neighbor != lo6 {
+		t.Errorf("FRR's path of %s: next hops %v from %v, want %v (or its first) from %v", prefix, nh, paths[0].Neighbor, want, lo6)
+	}
+	var r *state.TableRoute
+	if !pollUntil(establishTimeout, func() bool {
+		r = ag.route(prefix)
+		return r != nil && r.Origin == "learned" && len(r.Via) > 0
+	}) {
+		t.Fatalf("the reducer has no learned route %s: %+v", prefix, r)
+	}
+	if !slices.Equal(r.Via, want[:1]) {
+		t.Errorf("route %s via %v, want via the global next hop only (%s)", prefix, r.Via, global)
+	}
+	if n, err := peer.Neighbor(lo6); err != nil || !n.Established() || n.ConnectionsEstablished != 1 {
+		t.Errorf("FRR's session after the route: %+v (%v), want the first one still Established", n, err)
+	}
+	t.Logf("FRR sent %s with next hops %v; the agent routes it via %v", prefix, paths[0].NextHops, r.Via)
+}
+
+// state is a copy of the agent's State.
+func (ag *birdAgent) state() state.State {
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	return ag.s
+}
+
+// route is the agent's route-table entry for prefix, if any.
+func (ag *birdAgent) route(prefix string) *state.TableRoute {
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	var found *state.TableRoute
+	ag.s.Out.Routes.Range(func(_ string, r *state.TableRoute) bool {
+		if r.Prefix.String() == prefix {
+			c := *r
+			found = &c
+			return false
+		}
+		return true
+	})
+	return found
 }

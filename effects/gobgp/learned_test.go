@@ -22,14 +22,26 @@ type learnedLog struct {
 	mu      sync.Mutex
 	acts    []state.Action
 	changed chan struct{}
+	fwd     func(state.Action) // sent every action after it is recorded
 }
 
 func (l *learnedLog) add(a state.Action) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.acts = append(l.acts, a)
 	close(l.changed)
 	l.changed = make(chan struct{})
+	fwd := l.fwd
+	l.mu.Unlock()
+	if fwd != nil {
+		fwd(a)
+	}
+}
+
+// forward sends every later action to fn too.
+func (l *learnedLog) forward(fn func(state.Action)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fwd = fn
 }
 
 func (l *learnedLog) all() []state.Action {

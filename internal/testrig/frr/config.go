@@ -24,9 +24,14 @@ type Config struct {
 	AS uint32
 	// Neighbors are the BGP sessions, keyed by their address.
 	Neighbors []Neighbor
-	// Announce are IPv4 prefixes bgpd originates ("network" statements, no
-	// import check) to every neighbor.
+	// Announce are prefixes bgpd originates ("network" statements, no
+	// import check) to every neighbor: IPv4 ones in IPv4 unicast, IPv6
+	// ones in IPv6 unicast (Reconfigure changes IPv4 ones only).
 	Announce []netip.Prefix
+	// Raw are config lines written after "router bgp", for example a
+	// route-map that a neighbor's AFExtra names. Reconfigure cannot
+	// change them.
+	Raw []string
 }
 
 // Neighbor is one BGP session of a bgpd instance.
@@ -48,6 +53,11 @@ type Neighbor struct {
 	// "neighbor ADDRESS " + Extra[i] (for example "timers 1 3" or
 	// "shutdown").
 	Extra []string
+	// AFExtra are raw settings inside the neighbor's address family (IPv4
+	// or IPv6 unicast, by its address), each rendered as
+	// "neighbor ADDRESS " + AFExtra[i] (for example "route-map NH out").
+	// Reconfigure cannot change them.
+	AFExtra []string
 }
 
 // maxPassword is the kernel's TCP_MD5SIG_MAXKEYLEN.
@@ -59,8 +69,10 @@ func (c Config) clone() Config {
 	c.Neighbors = slices.Clone(c.Neighbors)
 	for i := range c.Neighbors {
 		c.Neighbors[i].Extra = slices.Clone(c.Neighbors[i].Extra)
+		c.Neighbors[i].AFExtra = slices.Clone(c.Neighbors[i].AFExtra)
 	}
 	c.Announce = slices.Clone(c.Announce)
+	c.Raw = slices.Clone(c.Raw)
 	return c
 }
 
@@ -92,8 +104,13 @@ func (c Config) Validate() error {
 		seen[n.Address] = true
 	}
 	for _, p := range c.Announce {
-		if !p.IsValid() || !p.Addr().Is4() {
-			return fmt.Errorf("frrtest: announced prefix %v is not IPv4", p)
+		if !p.IsValid() {
+			return fmt.Errorf("frrtest: announced prefix %v is not valid", p)
+		}
+	}
+	for _, l := range c.Raw {
+		if strings.ContainsAny(l, "\r\n") {
+			return fmt.Errorf("frrtest: raw line %q spans lines", l)
 		}
 	}
 	return nil
@@ -108,7 +125,7 @@ func (n Neighbor) validate() error {
 		return fmt.Errorf("frrtest: neighbor %v: an MD5 password is at most %d printable ASCII characters without spaces",
 			n.Address, maxPassword)
 	}
-	for _, s := range append([]string{n.Name}, n.Extra...) {
+	for _, s := range append(append([]string{n.Name}, n.Extra...), n.AFExtra...) {
 		if strings.ContainsAny(s, "\r\n") {
 			return fmt.Errorf("frrtest: neighbor %v: name or extra setting %q spans lines", n.Address, s)
 		}
@@ -197,26 +214,40 @@ func (c Config) Render() string {
 			fmt.Fprintf(&b, " %s\n", s.line(n.Address))
 		}
 	}
-	if len(c.Announce) > 0 {
-		b.WriteString(" address-family ipv4 unicast\n")
+	for _, v6 := range []bool{false, true} {
+		var lines []string
+		for _, n := range c.Neighbors {
+			if n.Address.Is6() != v6 {
+				continue
+			}
+			if v6 {
+				lines = append(lines, fmt.Sprintf("neighbor %s activate", n.Address))
+			}
+			for _, e := range n.AFExtra {
+				lines = append(lines, fmt.Sprintf("neighbor %s %s", n.Address, strings.TrimSpace(e)))
+			}
+		}
 		for _, p := range c.Announce {
-			fmt.Fprintf(&b, "  network %s\n", p.Masked())
+			if p.Addr().Is6() == v6 {
+				lines = append(lines, "network "+p.Masked().String())
+			}
 		}
-		b.WriteString(" exit-address-family\n")
-	}
-	var v6 []Neighbor
-	for _, n := range c.Neighbors {
-		if n.Address.Is6() {
-			v6 = append(v6, n)
+		if len(lines) == 0 {
+			continue
 		}
-	}
-	if len(v6) > 0 {
-		b.WriteString(" address-family ipv6 unicast\n")
-		for _, n := range v6 {
-			fmt.Fprintf(&b, "  neighbor %s activate\n", n.Address)
+		if v6 {
+			b.WriteString(" address-family ipv6 unicast\n")
+		} else {
+			b.WriteString(" address-family ipv4 unicast\n")
+		}
+		for _, l := range lines {
+			fmt.Fprintf(&b, "  %s\n", l)
 		}
 		b.WriteString(" exit-address-family\n")
 	}
 	b.WriteString("exit\n")
+	for _, l := range c.Raw {
+		fmt.Fprintf(&b, "%s\n", l)
+	}
 	return b.String()
 }

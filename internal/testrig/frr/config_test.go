@@ -71,7 +71,7 @@ func TestValidate(t *testing.T) {
 		{name: "password-too-long", change: func(c *Config) { c.Neighbors[0].Password = strings.Repeat("x", 81) }, wantErr: "MD5 password"},
 		{name: "password-punctuation", change: func(c *Config) { c.Neighbors[0].Password = `!#"'\?` }},
 		{name: "name-spans-lines", change: func(c *Config) { c.Neighbors[0].Name = "a\nb" }, wantErr: "spans lines"},
-		{name: "ipv6-prefix", change: func(c *Config) { c.Announce = []netip.Prefix{netip.MustParsePrefix("fd00::/64")} }, wantErr: "not IPv4"},
+		{name: "invalid-prefix", change: func(c *Config) { c.Announce = []netip.Prefix{{}} }, wantErr: "not valid"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

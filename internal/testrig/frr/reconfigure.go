@@ -15,6 +15,10 @@ func commands(old, new Config) ([]string, error) {
 		return nil, fmt.Errorf("frrtest: Reconfigure cannot change Address, Port or AS (%v:%d AS %d to %v:%d AS %d): Start another FRR",
 			old.Address, old.Port, old.AS, new.Address, new.Port, new.AS)
 	}
+	if !slices.Equal(old.Raw, new.Raw) || !sameAFExtra(old.Neighbors, new.Neighbors) ||
+		!slices.Equal(v6Only(old.Announce), v6Only(new.Announce)) {
+		return nil, fmt.Errorf("frrtest: Reconfigure cannot change Raw, a neighbor's AFExtra or IPv6 Announce: Start another FRR")
+	}
 	var cmds []string
 	if old.routerID() != new.routerID() {
 		cmds = append(cmds, "bgp router-id "+new.routerID().String())
@@ -40,7 +44,30 @@ func commands(old, new Config) ([]string, error) {
 		}
 		cmds = append(cmds, settingCommands(n.Address, was, new.settings(n))...)
 	}
-	return append(cmds, announceCommands(old.Announce, new.Announce)...), nil
+	return append(cmds, announceCommands(v4Only(old.Announce), v4Only(new.Announce))...), nil
+}
+
+// sameAFExtra: every neighbor in both has the same AFExtra; a new one
+// has none.
+func sameAFExtra(old, new []Neighbor) bool {
+	before := map[netip.Addr][]string{}
+	for _, n := range old {
+		before[n.Address] = n.AFExtra
+	}
+	for _, n := range new {
+		if !slices.Equal(before[n.Address], n.AFExtra) {
+			return false
+		}
+	}
+	return true
+}
+
+func v4Only(ps []netip.Prefix) []netip.Prefix {
+	return slices.DeleteFunc(slices.Clone(ps), func(p netip.Prefix) bool { return !p.Addr().Is4() })
+}
+
+func v6Only(ps []netip.Prefix) []netip.Prefix {
+	return slices.DeleteFunc(slices.Clone(ps), func(p netip.Prefix) bool { return p.Addr().Is4() })
 }
 
 // settingCommands removes the settings whose key is gone, then sets those
