@@ -102,6 +102,13 @@ func (r *Reporter) Run(ctx context.Context) {
 	}
 	go inf.RunWithContext(ctx)
 	r.nodes.store = inf.GetStore()
+	// Until the informer has synced, a wake finds !HasSynced and is lost:
+	// the informer's handlers poke before HasSynced turns true, and a State
+	// observed meanwhile would not be reported until the next one.
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return
+	}
+	r.poke()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
