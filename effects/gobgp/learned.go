@@ -1,8 +1,10 @@
 package gobgp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -22,7 +24,9 @@ import (
 // StartServer or RestartServer with a non-zero Gen is watched from its
 // start, its first report being the initial snapshot (Init) of its global
 // RIB, and every fact carries that Gen, the generation the reducer
-// expects (§9.1 rule 3). Once a server stops or is replaced, none of its
+// expects (§9.1 rule 3). Every prefix a fact lists comes with its whole
+// equal-best set, which the watch assembles from GoBGP's multipath deltas
+// (bestSets; §9.1 rule 1). Once a server stops or is replaced, none of its
 // events is dispatched any more. dispatch is called from one goroutine at
 // a time and never after WatchLearned has returned.
 func (e *Executor) WatchLearned(ctx context.Context, dispatch func(state.Action)) error {
@@ -138,16 +142,20 @@ func (h *learnedHub) current() uint64 {
 func (h *learnedHub) watch(ctx context.Context, bgp *server.BgpServer, gen uint64, sub *learnedSub) error {
 	epoch := sub.epoch
 	init := true // GoBGP sends the snapshot first, from the watch's registration
+	var sets bestSets
 	return bgp.WatchEvent(ctx, server.WatchEventMessageCallbacks{
 		OnBestPath: func(paths []*apiutil.Path, _ time.Time) {
 			sub.mu.Lock()
 			defer sub.mu.Unlock()
 			first := init
 			init = false
+			if first {
+				sets = bestSets{} // this server's sets start from its snapshot
+			}
 			if sub.done || sub.epoch != epoch {
 				return
 			}
-			a := bestPathsAction(paths)
+			a := sets.apply(paths)
 			if len(a.Prefixes) == 0 && !first {
 				return
 			}
@@ -165,24 +173,85 @@ func (h *learnedHub) watch(ctx context.Context, bgp *server.BgpServer, gen uint6
 	}, server.WatchBestPath(true), server.WatchEor(true))
 }
 
-// bestPathsAction groups one best-path event by prefix (docs/routes.md
-// §9.1 rule 1): each unicast prefix with its paths, withdrawn ones marked,
-// prefixes in order. Paths of other families are left out (§11.5).
-func bestPathsAction(paths []*apiutil.Path) state.BestPathsChanged {
-	var a state.BestPathsChanged
-	idx := map[netip.Prefix]int{}
+// pathKey is a path's identity in an equal-best set, as GoBGP matches
+// paths across a change (EqualBySourceAndPathID): its source and its path
+// ID.
+type pathKey struct {
+	addr, id netip.Addr
+	asn      uint32
+	remoteID uint32
+}
+
+func keyOf(p *apiutil.Path) pathKey {
+	return pathKey{addr: p.PeerAddress, id: p.PeerID, asn: p.PeerASN, remoteID: p.RemoteID}
+}
+
+func compareKeys(x, y pathKey) int {
+	if c := x.addr.Compare(y.addr); c != 0 {
+		return c
+	}
+	if c := x.id.Compare(y.id); c != 0 {
+		return c
+	}
+	if x.asn != y.asn {
+		return cmp.Compare(x.asn, y.asn)
+	}
+	return cmp.Compare(x.remoteID, y.remoteID)
+}
+
+// bestSets is one watch's copy of its server's equal-best sets, per
+// unicast prefix (docs/routes.md §9.1 rule 1, §9.4). With multipath on,
+// GoBGP v4.8.0 sends whole sets only in the initial snapshot
+// (MultiPathList); later best-path events carry just the paths added to,
+// changed in or removed from a prefix's set (UpdatePathList and
+// WithdrawPathList, from GetMultiBestPathDiff, which locRIBPathsForBMP
+// prefers). The reducer replaces each listed prefix's set, so the watch
+// applies each event to its copy and reports the whole resulting sets.
+type bestSets map[netip.Prefix]map[pathKey]state.LearnedPath
+
+// apply takes one best-path event into the sets and returns each prefix
+// it touched with that prefix's whole set, prefixes in order. A prefix
+// left with no path is listed with the withdrawals that emptied it, so
+// that the reducer empties it too. Paths of other families are left out
+// (§11.5).
+func (s bestSets) apply(paths []*apiutil.Path) state.BestPathsChanged {
+	withdrawn := map[netip.Prefix][]state.LearnedPath{}
+	var touched []netip.Prefix
 	for _, p := range paths {
 		pfx, ok := pathPrefix(p)
 		if !ok {
 			continue
 		}
-		i, seen := idx[pfx]
-		if !seen {
-			i = len(a.Prefixes)
-			idx[pfx] = i
-			a.Prefixes = append(a.Prefixes, state.BestPaths{Prefix: pfx})
+		if _, seen := withdrawn[pfx]; !seen {
+			withdrawn[pfx] = nil
+			touched = append(touched, pfx)
 		}
-		a.Prefixes[i].Paths = append(a.Prefixes[i].Paths, learnedPath(p))
+		lp, k := learnedPath(p), keyOf(p)
+		if lp.Withdrawn {
+			withdrawn[pfx] = append(withdrawn[pfx], lp)
+			delete(s[pfx], k)
+			if len(s[pfx]) == 0 {
+				delete(s, pfx)
+			}
+			continue
+		}
+		if s[pfx] == nil {
+			s[pfx] = map[pathKey]state.LearnedPath{}
+		}
+		s[pfx][k] = lp
+	}
+	var a state.BestPathsChanged
+	for _, pfx := range touched {
+		bp := state.BestPaths{Prefix: pfx}
+		if set := s[pfx]; len(set) > 0 {
+			keys := slices.SortedFunc(maps.Keys(set), compareKeys)
+			for _, k := range keys {
+				bp.Paths = append(bp.Paths, set[k])
+			}
+		} else {
+			bp.Paths = withdrawn[pfx]
+		}
+		a.Prefixes = append(a.Prefixes, bp)
 	}
 	slices.SortFunc(a.Prefixes, func(x, y state.BestPaths) int { return comparePrefix(x.Prefix, y.Prefix) })
 	return a

@@ -209,7 +209,11 @@ func TestPairBestPathsAndEor(t *testing.T) {
 	}
 }
 
-func TestBestPathsActionGroups(t *testing.T) {
+// TestBestSetsApply: the watch's equal-best sets take the initial
+// snapshot's whole sets, then GoBGP's multipath deltas, and every event
+// reports the whole set of each prefix it touched; a prefix emptied is
+// listed with its withdrawals (docs/routes.md §9.1 rule 1).
+func TestBestSetsApply(t *testing.T) {
 	v6 := netip.MustParsePrefix("fd00:20::/64")
 	n6, _ := bgp.NewIPAddrPrefix(v6)
 	n4, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix("10.20.0.0/16"))
@@ -218,16 +222,37 @@ func TestBestPathsActionGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	mp.LinkLocalNexthop = netip.MustParseAddr("fe80::2")
-	nh, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("192.0.2.2"))
-	peer := netip.MustParseAddr("192.0.2.2")
-	got := bestPathsAction([]*apiutil.Path{
-		{Family: bgp.RF_IPv6_UC, Nlri: n6, Attrs: []bgp.PathAttributeInterface{mp}, PeerAddress: peer},
-		{Family: bgp.RF_IPv4_UC, Nlri: n4, Attrs: []bgp.PathAttributeInterface{nh}, PeerAddress: peer, Withdrawal: true},
-		{Family: bgp.RF_IPv4_UC, Nlri: n4, Attrs: []bgp.PathAttributeInterface{nh}, PeerAddress: peer},
-	})
-	want := "{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.2] Neighbor:192.0.2.2 Local:false Withdrawn:true} {NextHops:[192.0.2.2] Neighbor:192.0.2.2 Local:false Withdrawn:false}]} " +
-		"{Prefix:fd00:20::/64 Paths:[{NextHops:[fd00::2 fe80::2] Neighbor:192.0.2.2 Local:false Withdrawn:false}]}]}"
-	if s := fmt.Sprintf("%+v", got); s != want {
-		t.Errorf("bestPathsAction:\n got %s\nwant %s", s, want)
+	p2, p3 := netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("192.0.2.3")
+	nh2, _ := bgp.NewPathAttributeNextHop(p2)
+	nh3, _ := bgp.NewPathAttributeNextHop(p3)
+	v4 := func(peer netip.Addr, nh *bgp.PathAttributeNextHop, withdrawn bool) *apiutil.Path {
+		return &apiutil.Path{Family: bgp.RF_IPv4_UC, Nlri: n4, Attrs: []bgp.PathAttributeInterface{nh}, PeerAddress: peer, Withdrawal: withdrawn}
+	}
+	sets := bestSets{}
+	for _, step := range []struct {
+		paths []*apiutil.Path
+		want  string
+	}{
+		{[]*apiutil.Path{ // the snapshot: whole sets
+			{Family: bgp.RF_IPv6_UC, Nlri: n6, Attrs: []bgp.PathAttributeInterface{mp}, PeerAddress: p2},
+			v4(p3, nh3, false),
+		}, "{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.3] Neighbor:192.0.2.3 Local:false Withdrawn:false}]} " +
+			"{Prefix:fd00:20::/64 Paths:[{NextHops:[fd00::2 fe80::2] Neighbor:192.0.2.2 Local:false Withdrawn:false}]}]}"},
+		{[]*apiutil.Path{v4(p2, nh2, false)}, // a path joins the set
+			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.2] Neighbor:192.0.2.2 Local:false Withdrawn:false} " +
+				"{NextHops:[192.0.2.3] Neighbor:192.0.2.3 Local:false Withdrawn:false}]}]}"},
+		{[]*apiutil.Path{v4(p3, nh3, true)}, // one leaves it
+			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.2] Neighbor:192.0.2.2 Local:false Withdrawn:false}]}]}"},
+		{[]*apiutil.Path{v4(p2, nh2, true)}, // the last one leaves: listed as withdrawn
+			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.2] Neighbor:192.0.2.2 Local:false Withdrawn:true}]}]}"},
+		{[]*apiutil.Path{v4(p3, nh3, true), v4(p3, nh3, false)}, // withdrawals come first in an event
+			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.3] Neighbor:192.0.2.3 Local:false Withdrawn:false}]}]}"},
+	} {
+		if s := fmt.Sprintf("%+v", sets.apply(step.paths)); s != step.want {
+			t.Errorf("apply:\n got %s\nwant %s", s, step.want)
+		}
+	}
+	if len(sets) != 2 {
+		t.Errorf("sets left: %+v, want the two prefixes", sets)
 	}
 }

@@ -42,6 +42,10 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64
 		RouterId:        routerID(srv.RouterID),
 		ListenPort:      int32(srv.ListenPort),
 		ListenAddresses: e.listen,
+		// Equal-best sets (docs/routes.md §9.4). GoBGP keeps this in a
+		// package global (table.UseMultiplePaths) that every server in
+		// the process reads: every start sets it the same way.
+		UseMultiplePaths: true,
 	}})
 	if err != nil {
 		// StartBgp opens its listeners one by one and leaves the ones it
