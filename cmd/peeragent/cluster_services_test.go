@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	birdtest "github.com/peeragent/peeragent/internal/testrig/bird"
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
 )
@@ -252,4 +254,83 @@ func (b *clusterBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.once.Do(b.close)
 	return err
+}
+
+// TestClusterServiceAtBird: the same chain to BIRD 2 as a global BGPPeer
+// (eBGP, AS 65001): BIRD receives the range and the Local service's
+// ingress /32 with next hop the node's address (docs/routes.md §8.4 rules
+// 1–2), and loses the /32 once the endpoint is not ready.
+func TestClusterServiceAtBird(t *testing.T) {
+	birdtest.Require(t)
+	e := clusterStart(t, 90*time.Second, nil, clusterCRDs)
+	group := watch.GroupCRD
+	birdAddr := netip.MustParseAddr("127.0.0.43")
+	birdPort := birdtest.FreePort(t, birdAddr)
+	port := clusterFreePort(t)
+	b := birdtest.Start(t, birdtest.Config{Address: birdAddr, Port: birdPort, AS: 65001, Neighbors: []birdtest.Neighbor{{
+		Name: "agent", Address: netip.MustParseAddr(clusterAddr), Port: port, AS: 64512}}})
+	e.putNode(clusterNode, nil, map[string]string{watch.AnnotationIPv4: "127.0.0.1/8"})
+	e.putCalico(group, "BGPConfiguration", "default", map[string]any{"listenPort": int64(port), "nodeToNodeMeshEnabled": false,
+		"serviceLoadBalancerIPs": []any{map[string]any{"cidr": "192.0.2.0/24"}}})
+	e.putCalico(group, "BGPPeer", "bird", map[string]any{"peerIP": netip.AddrPortFrom(birdAddr, uint16(birdPort)).String(),
+		"asNumber": int64(65001)})
+	a := e.startAgent(clusterAgentConfig{group: group, realBGP: true})
+	if _, err := b.WaitEstablished(e.ctx, "agent"); err != nil {
+		t.Fatalf("BIRD's session with the agent: %v; problems %v", err, a.problems())
+	}
+
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			Ports: []corev1.ServicePort{{Port: 80}}}}
+	svc, err := e.cs.CoreV1().Services("default").Create(e.ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create Service: %v", err)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	if _, err = e.cs.CoreV1().Services("default").UpdateStatus(e.ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("set the Service's ingress IP: %v", err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.5"}, NodeName: clusterPtr(clusterNode),
+			Conditions: discoveryv1.EndpointConditions{Ready: clusterPtr(true)}}}}
+	slices_ := e.cs.DiscoveryV1().EndpointSlices("default")
+	if slice, err = slices_.Create(e.ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create EndpointSlice: %v", err)
+	}
+	route := clusterBirdRoute(t, e, b, "192.0.2.10/32", true)
+	for _, want := range []string{"192.0.2.10/32", "BGP.next_hop: 127.0.0.1", "BGP.as_path: 64512"} {
+		if !strings.Contains(route, want) {
+			t.Errorf("BIRD's route lacks %q:\n%s", want, route)
+		}
+	}
+	t.Logf("BIRD has the service /32:\n%s", route)
+	t.Logf("BIRD has the range:\n%s", clusterBirdRoute(t, e, b, "192.0.2.0/24", true))
+
+	slice.Endpoints[0].Conditions.Ready = clusterPtr(false)
+	if _, err = slices_.Update(e.ctx, slice, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("mark the endpoint not ready: %v", err)
+	}
+	t.Logf("the endpoint not ready: BIRD's show route 192.0.2.10/32: %s", clusterBirdRoute(t, e, b, "192.0.2.10/32", false))
+	clusterBirdRoute(t, e, b, "192.0.2.0/24", true)
+}
+
+// clusterBirdRoute waits until BIRD has (or has not) a route for prefix and
+// returns `show route PREFIX all` (birdc exits 1 with "Network not found"
+// for an absent one).
+func clusterBirdRoute(t *testing.T, e *clusterEnv, b *birdtest.Bird, prefix string, present bool) string {
+	t.Helper()
+	var out string
+	var err error
+	if !clusterPoll(e.ctx, clusterWaitMax, func() bool {
+		out, err = b.Exec("show", "route", prefix, "all")
+		if !present {
+			return strings.Contains(out, "Network not found")
+		}
+		return err == nil && strings.Contains(out, prefix)
+	}) {
+		t.Fatalf("BIRD's route for %s, want present %v: %s (err %v)", prefix, present, out, err)
+	}
+	return strings.TrimSpace(out)
 }
