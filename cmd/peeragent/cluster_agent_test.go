@@ -79,9 +79,9 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 		a.bgp = gobgp.New(gobgp.Options{ListenAddresses: []string{clusterAddr}, Logger: log, GoBGPLevel: slog.LevelWarn})
 		a.speaker.inner = a.bgp
 	}
-	a.watches = &clusterWatches{inner: kube}
+	a.watches = &clusterWatches{inner: kube, svcs: kube}
 	a.loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(clusterNode, state.Options{Namespace: ns}), Speaker: a.speaker,
-		Secrets: a.watches, Log: log, Journal: 1000, Observer: []func(state.Action){a.seen.observe},
+		Secrets: a.watches, Services: a.watches, Log: log, Journal: 1000, Observer: []func(state.Action){a.seen.observe},
 		Published: c.published})
 	ctx, cancel := context.WithCancel(context.Background())
 	loopDone, sessDone := make(chan struct{}), make(chan error, 1)

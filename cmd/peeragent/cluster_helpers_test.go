@@ -81,10 +81,11 @@ func clusterAck(effs []effects.Effect) []state.Action {
 	return out
 }
 
-// clusterWatches records the loop's Secret watch calls and passes them on
-// to the kube source.
+// clusterWatches records the loop's Secret and service watch calls and
+// passes them on to the kube source.
 type clusterWatches struct {
 	inner agent.SecretWatcher
+	svcs  agent.ServiceWatcher
 	mu    sync.Mutex
 	calls []string
 	on    map[string]bool
@@ -98,6 +99,16 @@ func (w *clusterWatches) Watch(name string) {
 func (w *clusterWatches) Unwatch(name string) {
 	w.record("unwatch "+name, name, false)
 	w.inner.Unwatch(name)
+}
+
+func (w *clusterWatches) WatchServices() {
+	w.record("watch-services", "", false)
+	w.svcs.WatchServices()
+}
+
+func (w *clusterWatches) UnwatchServices() {
+	w.record("unwatch-services", "", false)
+	w.svcs.UnwatchServices()
 }
 
 func (w *clusterWatches) record(call, name string, on bool) {
