@@ -15,7 +15,7 @@ import (
 // needRoot skips loudly without root, and fails under CI=true, as the
 // peer rigs do (internal/testrig/daemon): CI cannot pass without the
 // kernel tests running.
-func needRoot(t *testing.T, why string) {
+func needRoot(t testing.TB, why string) {
 	t.Helper()
 	if os.Geteuid() == 0 && why == "" {
 		return
@@ -38,7 +38,7 @@ type testNS struct {
 	link netlink.Link
 }
 
-func newNS(t *testing.T) *testNS {
+func newNS(t testing.TB) *testNS {
 	t.Helper()
 	needRoot(t, "")
 	ns := makeNS(t)
@@ -62,7 +62,7 @@ func newNS(t *testing.T) *testNS {
 // makeNS creates an anonymous namespace on a locked thread and returns
 // that thread to the test's namespace; closing the handle (at cleanup,
 // after the netlink handle) removes the namespace.
-func makeNS(t *testing.T) netns.NsHandle {
+func makeNS(t testing.TB) netns.NsHandle {
 	runtime.LockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
@@ -88,7 +88,7 @@ func makeNS(t *testing.T) netns.NsHandle {
 
 // addLink makes dp0, a dummy interface, or a veth pair's end where the
 // dummy module is missing.
-func (n *testNS) addLink(t *testing.T) netlink.Link {
+func (n *testNS) addLink(t testing.TB) netlink.Link {
 	t.Helper()
 	attrs := netlink.LinkAttrs{Name: "dp0"}
 	err := n.h.LinkAdd(&netlink.Dummy{LinkAttrs: attrs})
