@@ -25,9 +25,15 @@ func TestECMPThreeSpeakers(t *testing.T) {
 	la := watchLearned(t, a)
 	// Every server starts before any path moves (GoBGP v4.8.0's StartBgp
 	// writes package globals that path processing reads).
-	mustApply(t, a.Executor, effects.StartServer{Server: a.server(64512), Gen: 1}, effects.AddPeer{Neighbor: ab, Gen: 1}, effects.AddPeer{Neighbor: ac, Gen: 1})
-	mustApply(t, b.Executor, effects.StartServer{Server: b.server(64513), Gen: 1}, effects.AddPeer{Neighbor: neighborOf(b, a, 64513, 64512), Gen: 1})
-	mustApply(t, c.Executor, effects.StartServer{Server: c.server(64514), Gen: 1}, effects.AddPeer{Neighbor: neighborOf(c, a, 64514, 64512), Gen: 1})
+	// So the three start first, and only then get their peers: a session
+	// coming up reads those globals (getBestFromLocal) while a later
+	// StartBgp would write them (seen once in 20 -race runs).
+	mustApply(t, a.Executor, effects.StartServer{Server: a.server(64512), Gen: 1})
+	mustApply(t, b.Executor, effects.StartServer{Server: b.server(64513), Gen: 1})
+	mustApply(t, c.Executor, effects.StartServer{Server: c.server(64514), Gen: 1})
+	mustApply(t, a.Executor, effects.AddPeer{Neighbor: ab, Gen: 1}, effects.AddPeer{Neighbor: ac, Gen: 1})
+	mustApply(t, b.Executor, effects.AddPeer{Neighbor: neighborOf(b, a, 64513, 64512), Gen: 1})
+	mustApply(t, c.Executor, effects.AddPeer{Neighbor: neighborOf(c, a, 64514, 64512), Gen: 1})
 	established := func() {
 		t.Helper()
 		a.events.waitState(t, b.addr, "established", establishTimeout)

@@ -172,13 +172,19 @@ func TestPairBestPathsAndEor(t *testing.T) {
 
 	originate(t, p.b, "10.30.0.0/16")
 	la.wait(t, i+1, "best path 10.30.0.0/16", func(a state.Action) bool { _, ok := bestOf(a, 1, "10.30.0.0/16"); return ok })
-	// Stop, then start once b has dropped a's routes: GoBGP v4.8.0's
+	// Stop, then start once b has handled the session's end: GoBGP v4.8.0's
 	// StartBgp writes package globals that another server's best-path
 	// processing reads, a data race under -race. The reducer's generation
 	// moves at the stop (2) and at the start (3).
+	mb := p.b.events.mark()
 	mustApply(t, p.a.Executor, effects.StopServer{Old: p.a.server(64512)})
 	stopped := len(la.all())
-	waitRIB(t, p.b, "10.30.0.0/16")
+	// b has handled the session's end (dropping a's routes, or keeping them
+	// stale when GoBGP closed before its Cease went out) once it reports
+	// the session down: the event is broadcast after that processing.
+	if !p.b.events.waitUntil(establishTimeout, func() bool { return len(p.b.events.since(mb, p.a.addr)) > 0 }) {
+		t.Fatalf("%s never saw the session with %s end", p.b.addr, p.a.addr)
+	}
 	if extra := la.all()[stopped:]; len(extra) > 0 {
 		t.Errorf("facts of the stopped speaker: %+v", extra)
 	}
