@@ -422,23 +422,7 @@ func startNSAgent(t *testing.T, bin, ns, dir, node, addr string, extra ...string
 			return c, err
 		},
 	}}
-	t.Cleanup(func() {
-		if cmd.ProcessState != nil {
-			return
-		}
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("%s log:\n%s", node, a.logs())
-		}
-	})
+	stopOnCleanup(t, cmd, node, a.logs)
 	return a
 }
 

@@ -143,23 +143,7 @@ func startAgent(t *testing.T, bin, dir, node, addr string, extra ...string) *age
 		t.Fatal(err)
 	}
 	a.cmd = cmd
-	t.Cleanup(func() {
-		if cmd.ProcessState != nil {
-			return
-		}
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("%s log:\n%s", node, a.logs())
-		}
-	})
+	stopOnCleanup(t, cmd, node, a.logs)
 	return a
 }
 
@@ -244,4 +228,26 @@ func writeFile(t *testing.T, dir, name, body string) {
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// stopOnCleanup stops an agent process at the end of the test (an
+// interrupt, then a kill after 5 s) and shows its log if the test failed.
+func stopOnCleanup(t *testing.T, cmd *exec.Cmd, node string, logs func() string) {
+	t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return
+		}
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", node, logs())
+		}
+	})
 }
