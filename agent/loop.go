@@ -244,8 +244,6 @@ func logAction(log *slog.Logger, a state.Action) {
 	switch a := a.(type) {
 	case state.PeerApplyFailed:
 		log.Warn("peer apply failed", "address", a.Address, "gen", a.Gen, "error", a.Error)
-	case state.RouteApplyFailed:
-		log.Warn("route apply failed", "address", a.Address, "gen", a.Gen, "error", a.Error)
 	case state.TableRouteApplyFailed:
 		log.Warn("route apply failed", "prefix", a.Prefix, "gen", a.Gen, "error", a.Error)
 	case state.PathApplyFailed:

@@ -140,11 +140,7 @@ func problemKind(object string) string {
 // the same fine kind: a result (one per address and generation, or per
 // server effect) settles every effect of the batch it answers.
 func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
-	type key struct {
-		route bool
-		ref   effects.Ref
-	}
-	result := map[key]string{}
+	result := map[effects.Ref]string{}
 	type tableKey struct {
 		prefix netip.Prefix
 		gen    uint64
@@ -155,17 +151,9 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 	for _, r := range results {
 		switch r := r.(type) {
 		case state.PeerApplied:
-			result[key{false, effects.Ref{Addr: r.Address, Gen: r.Gen}}] = "applied"
+			result[effects.Ref{Addr: r.Address, Gen: r.Gen}] = "applied"
 		case state.PeerApplyFailed:
-			result[key{false, effects.Ref{Addr: r.Address, Gen: r.Gen}}] = "failed"
-		case state.RouteApplied:
-			res := "applied"
-			if r.Skipped {
-				res = "skipped"
-			}
-			result[key{true, effects.Ref{Addr: r.Address, Gen: r.Gen}}] = res
-		case state.RouteApplyFailed:
-			result[key{true, effects.Ref{Addr: r.Address, Gen: r.Gen}}] = "failed"
+			result[effects.Ref{Addr: r.Address, Gen: r.Gen}] = "failed"
 		case state.TableRouteApplied:
 			res := "applied"
 			if r.Skipped {
@@ -191,9 +179,7 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 		var res string
 		switch k := ref.Kind; {
 		case k.Peer():
-			res = result[key{false, effects.Ref{Addr: ref.Addr, Gen: ref.Gen}}]
-		case k == effects.KindAddRoute || k == effects.KindDeleteRoute:
-			res = result[key{true, effects.Ref{Addr: ref.Addr, Gen: ref.Gen}}]
+			res = result[effects.Ref{Addr: ref.Addr, Gen: ref.Gen}]
 		case k == effects.KindReplaceRoute || k == effects.KindRemoveRoute:
 			res = table[tableKey{routePrefix(e), ref.Gen}]
 		case k == effects.KindAddPath || k == effects.KindDeletePath:

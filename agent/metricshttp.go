@@ -29,10 +29,13 @@ func metricsHandler(l *Loop) http.Handler {
 // State has it (the /state dump's forms: the password as a fingerprint)
 // and, when the speaker can say, the speaker's own view.
 type NeighborDetail struct {
-	Neighbor *state.Neighbor       `json:"neighbor,omitempty"`
-	Session  *state.Session        `json:"session,omitempty"`
-	Problems []state.Problem       `json:"problems,omitempty"`
-	Speaker  *effects.NeighborInfo `json:"speaker,omitempty"`
+	Neighbor *state.Neighbor `json:"neighbor,omitempty"`
+	Session  *state.Session  `json:"session,omitempty"`
+	Problems []state.Problem `json:"problems,omitempty"`
+	// Route is the route table's entry for the neighbor's host prefix
+	// (its reachableBy route, docs/routes.md §9.7 rule 3), if any.
+	Route   *state.TableRoute     `json:"route,omitempty"`
+	Speaker *effects.NeighborInfo `json:"speaker,omitempty"`
 	// SpeakerError says why Speaker is missing, when a read failed.
 	SpeakerError string `json:"speakerError,omitempty"`
 }
@@ -58,6 +61,9 @@ func neighborDetail(l *Loop) http.HandlerFunc {
 		}
 		if ps, ok := s.Out.Problems.Get("addr/" + k); ok {
 			d.Problems = ps
+		}
+		if r, ok := s.Out.Routes.Get(state.PrefixKey(netip.PrefixFrom(addr, addr.BitLen()))); ok {
+			d.Route = r
 		}
 		if l.inspector != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)

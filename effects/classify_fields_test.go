@@ -18,7 +18,7 @@ var notClassified = map[string]string{
 	"PasswordRef": "bookkeeping: which Secret key the password came from",
 	"Filters":     "bookkeeping: which BGPFilters the policy came from",
 	"Policy":      "its own effects (policy and defined-set calls), never an UpdatePeer",
-	"ReachableBy": "its own effect: the VPP route to the neighbor",
+	"ReachableBy": "a route table entry (docs/routes.md §9.7 rule 3), not a speaker setting",
 	"Waiting":     "holds the neighbor back: AddPeer or DeletePeer, never an update",
 }
 

@@ -1,7 +1,6 @@
 package effects
 
 import (
-	"net/netip"
 	"slices"
 
 	"github.com/peeragent/peeragent/state"
@@ -128,13 +127,6 @@ func addrEffects(pn, nn *state.Neighbor, ps, ns *state.Session) []Effect {
 		if old != cur { // one neighbor value: nothing changed (Classify formats every field)
 			out = change(old, cur, gen)
 		}
-		if ps != nil && ns != nil && ps.Gen != ns.Gen && (ps.Route == state.RouteStateFailed || ps.Route == state.RouteStatePending) &&
-			ns.Route == state.RouteStatePending && old.ReachableBy == cur.ReachableBy {
-			// A failed route, or one whose result is still due (it would come
-			// for the old generation and be dropped as stale), is re-issued
-			// under the new generation.
-			out = append(out, AddRoute{Dst: hostRoute(cur.Address), Via: cur.ReachableBy, Gen: gen})
-		}
 		if !toSpeaker(out) && ps != nil && ns != nil && ps.Gen != ns.Gen {
 			out = append(out, UpdatePeer{Old: old, New: cur, Gen: gen})
 		}
@@ -146,9 +138,9 @@ func addrEffects(pn, nn *state.Neighbor, ps, ns *state.Session) []Effect {
 }
 
 // toSpeaker reports whether effs hold a GoBGP call, whose result confirms
-// the generation. A change of the VPP route alone needs a no-change
-// UpdatePeer beside it, or the session would wait for a PeerApplied that
-// no executor sends.
+// the generation. A new generation with no call (a change of bookkeeping
+// alone) needs a no-change UpdatePeer, or the session would wait for a
+// PeerApplied that no executor sends.
 func toSpeaker(effs []Effect) bool {
 	for _, e := range effs {
 		switch e.(type) {
@@ -175,26 +167,16 @@ func deleteGen(gen uint64, ps *state.Session) uint64 {
 	return gen
 }
 
-func hostRoute(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
-
 func addition(n *state.Neighbor, gen uint64) []Effect {
 	var out []Effect
 	if !n.Policy.IsZero() {
 		out = append(out, SetPolicy{Addr: n.Address, Policy: n.Policy, Gen: gen})
 	}
-	out = append(out, AddPeer{Neighbor: n, Gen: gen})
-	if n.ReachableBy.IsValid() {
-		out = append(out, AddRoute{Dst: hostRoute(n.Address), Via: n.ReachableBy, Gen: gen})
-	}
-	return out
+	return append(out, AddPeer{Neighbor: n, Gen: gen})
 }
 
 func removal(n *state.Neighbor, gen uint64) []Effect {
-	var out []Effect
-	if n.ReachableBy.IsValid() {
-		out = append(out, DeleteRoute{Dst: hostRoute(n.Address), Via: n.ReachableBy, Gen: gen})
-	}
-	out = append(out, DeletePeer{Addr: n.Address, Gen: gen})
+	out := []Effect{DeletePeer{Addr: n.Address, Gen: gen}}
 	if !n.Policy.IsZero() {
 		out = append(out, DeletePolicy{Addr: n.Address, Gen: gen})
 	}
@@ -213,19 +195,11 @@ func change(old, n *state.Neighbor, gen uint64) []Effect {
 	if changes, reset := Classify(old, n); len(changes) > 0 {
 		out = append(out, UpdatePeer{Old: old, New: n, Gen: gen, Changes: changes, Reset: reset})
 	}
-	if old.ReachableBy != n.ReachableBy {
-		if old.ReachableBy.IsValid() {
-			out = append(out, DeleteRoute{Dst: hostRoute(old.Address), Via: old.ReachableBy, Gen: gen})
-		}
-		if n.ReachableBy.IsValid() {
-			out = append(out, AddRoute{Dst: hostRoute(n.Address), Via: n.ReachableBy, Gen: gen})
-		}
-	}
 	return out
 }
 
 // retry re-issues what a failed generation needed: the whole neighbor
-// (from what the speaker last confirmed), its deletion, or its route.
+// (from what the speaker last confirmed) or its deletion.
 func retry(n *state.Neighbor, s *state.Session) []Effect {
 	var out []Effect
 	switch {
@@ -241,9 +215,6 @@ func retry(n *state.Neighbor, s *state.Session) []Effect {
 		if !toSpeaker(out) {
 			out = append(out, UpdatePeer{Old: s.Applied, New: n, Gen: s.Gen})
 		}
-	}
-	if s.Route == state.RouteStateFailed && n != nil && n.ReachableBy.IsValid() {
-		out = append(out, AddRoute{Dst: hostRoute(n.Address), Via: n.ReachableBy, Gen: s.Gen})
 	}
 	return out
 }

@@ -98,21 +98,6 @@ type DeletePolicy struct {
 	Gen  uint64
 }
 
-// AddRoute is VPP ip_route_add_del (is_add=1) of the neighbor's /32 or
-// /128 via its reachableBy gateway. Idempotent.
-type AddRoute struct {
-	Dst netip.Prefix
-	Via netip.Addr
-	Gen uint64
-}
-
-// DeleteRoute is VPP ip_route_add_del (is_add=0) of that route. Idempotent.
-type DeleteRoute struct {
-	Dst netip.Prefix
-	Via netip.Addr
-	Gen uint64
-}
-
 // Change is one differing neighbor setting, printable without secrets.
 type Change struct {
 	Field    string
@@ -178,14 +163,6 @@ func (e SetPolicy) String() string {
 		e.Addr, e.Gen, rules(e.Policy.Import), export, orDash(e.Policy.NextHop))
 }
 
-func (e AddRoute) String() string {
-	return fmt.Sprintf("add-route %s via %s gen=%d", e.Dst, e.Via, e.Gen)
-}
-
-func (e DeleteRoute) String() string {
-	return fmt.Sprintf("delete-route %s via %s gen=%d", e.Dst, e.Via, e.Gen)
-}
-
 func (StartServer) Address() netip.Addr     { return netip.Addr{} }
 func (RestartServer) Address() netip.Addr   { return netip.Addr{} }
 func (StopServer) Address() netip.Addr      { return netip.Addr{} }
@@ -198,8 +175,6 @@ func (e UpdatePeer) Address() netip.Addr    { return e.New.Address }
 func (e DeletePeer) Address() netip.Addr    { return e.Addr }
 func (e SetPolicy) Address() netip.Addr     { return e.Addr }
 func (e DeletePolicy) Address() netip.Addr  { return e.Addr }
-func (e AddRoute) Address() netip.Addr      { return e.Dst.Addr() }
-func (e DeleteRoute) Address() netip.Addr   { return e.Dst.Addr() }
 
 func orDash(s string) string {
 	if s == "" {

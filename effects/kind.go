@@ -21,8 +21,6 @@ const (
 	KindDeletePeer
 	KindSetPolicy
 	KindDeletePolicy
-	KindAddRoute
-	KindDeleteRoute
 	KindReplaceRoute
 	KindRemoveRoute
 	KindAddPath
@@ -39,7 +37,6 @@ var kindNames = [...]string{
 	KindWatchSecret: "watch-secret", KindUnwatchSecret: "unwatch-secret",
 	KindAddPeer: "add-peer", KindUpdatePeer: "update-peer", KindDeletePeer: "delete-peer",
 	KindSetPolicy: "set-policy", KindDeletePolicy: "delete-policy",
-	KindAddRoute: "add-route", KindDeleteRoute: "delete-route",
 	KindReplaceRoute: "route-replace", KindRemoveRoute: "route-remove",
 	KindAddPath: "add-path", KindDeletePath: "delete-path", KindSetAdd: "set-add", KindSetDel: "set-del",
 	KindResetOut: "reset-out", KindWatchServices: "watch-services", KindUnwatchServices: "unwatch-services",
@@ -93,10 +90,9 @@ func (k Kind) Watch() bool {
 }
 
 // Dataplane reports whether the dataplane executor (vpp, linux or none)
-// carries out the kind: the reachableBy routes and the route table's
-// entries (docs/routes.md §9.7).
+// carries out the kind: the route table's entries (docs/routes.md §9.7).
 func (k Kind) Dataplane() bool {
-	return k == KindAddRoute || k == KindDeleteRoute || k == KindReplaceRoute || k == KindRemoveRoute
+	return k == KindReplaceRoute || k == KindRemoveRoute
 }
 
 // Peer reports whether the kind's result is a PeerApplied or
@@ -126,5 +122,3 @@ func (e UpdatePeer) Ref() Ref    { return Ref{KindUpdatePeer, e.New.Address, e.G
 func (e DeletePeer) Ref() Ref    { return Ref{KindDeletePeer, e.Addr, e.Gen} }
 func (e SetPolicy) Ref() Ref     { return Ref{KindSetPolicy, e.Addr, e.Gen} }
 func (e DeletePolicy) Ref() Ref  { return Ref{KindDeletePolicy, e.Addr, e.Gen} }
-func (e AddRoute) Ref() Ref      { return Ref{KindAddRoute, e.Dst.Addr(), e.Gen} }
-func (e DeleteRoute) Ref() Ref   { return Ref{KindDeleteRoute, e.Dst.Addr(), e.Gen} }

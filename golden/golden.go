@@ -149,10 +149,6 @@ func Describe(a state.Action) string {
 		case !a.Address.IsValid():
 			id = "server"
 		}
-	case state.RouteApplied:
-		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
-	case state.RouteApplyFailed:
-		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
 	case state.TableRouteApplied:
 		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
 	case state.TableRouteApplyFailed:

@@ -545,9 +545,9 @@ func (g *gen) result(s state.State) state.Action {
 	case 4:
 		return state.RetryDue{Address: addr, Gen: gen, At: at}
 	case 5:
-		return state.RouteApplied{Address: addr, Gen: gen, Skipped: g.chance(50)}
+		return state.TableRouteApplied{Prefix: netip.PrefixFrom(addr, addr.BitLen()), Gen: gen, Skipped: g.chance(50)}
 	case 6:
-		return state.RouteApplyFailed{Address: addr, Gen: gen, Error: "vpp: no route"}
+		return state.TableRouteApplyFailed{Prefix: netip.PrefixFrom(addr, addr.BitLen()), Gen: gen, Error: "vpp: no route"}
 	}
 	st := g.pick("idle", "connect", "active", "opensent", "openconfirm", "established", "established")
 	return state.SessionStateChanged{Address: addr, State: st, Reason: strings.Repeat("peer reset", g.c.IntN(2)), At: at}

@@ -13,7 +13,7 @@ import (
 const (
 	evHold      = "hold"      // a required secret is missing: hold the neighbor back
 	evConfigure = "configure" // AddPeer issued
-	evUpdate    = "update"    // UpdatePeer (or policy, route) issued
+	evUpdate    = "update"    // UpdatePeer (or policy) issued
 	evApplied   = "applied"   // the speaker confirmed the current generation
 	evFail      = "fail"      // the speaker refused the current generation
 	evUp        = "up"        // the BGP session reached Established
@@ -111,23 +111,8 @@ func (t *tx) step(k string, old, n *state.Neighbor) {
 		s.MD5FailuresSeen = false
 		t.setProblems("md5/"+k, nil)
 	}
-	s.Route = routeState(s.Route, old, n)
 	t.move(s, ev)
 	t.s.Out.Sessions = t.s.Out.Sessions.Set(k, s)
-}
-
-// routeState: a route is pending whenever the VPP route it needs changes.
-func routeState(cur state.RouteState, old, n *state.Neighbor) state.RouteState {
-	if old.Active() && n.Active() && old.ReachableBy == n.ReachableBy {
-		if cur == state.RouteStateFailed {
-			return state.RouteStatePending // Diff re-issues it under the new generation
-		}
-		return cur
-	}
-	if !n.Active() || !n.ReachableBy.IsValid() {
-		return state.RouteStateNone
-	}
-	return state.RouteStatePending
 }
 
 func (t *tx) move(s *state.Session, ev string) {

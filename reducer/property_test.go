@@ -363,7 +363,7 @@ func initialEffects(scratch state.State) string {
 			added = append(added, e.Neighbor.Address.String())
 		case effects.AddPath:
 			paths = append(paths, e.Path.Prefix.String())
-		case effects.StartServer, effects.WatchSecret, effects.WatchServices, effects.SetPolicy, effects.AddRoute, effects.SetAdd:
+		case effects.StartServer, effects.WatchSecret, effects.WatchServices, effects.SetPolicy, effects.ReplaceRoute, effects.SetAdd:
 		default:
 			return fmt.Sprintf("initial plan has %q", e)
 		}

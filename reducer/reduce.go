@@ -132,8 +132,10 @@ func (t *tx) finish() state.State {
 	return t.s
 }
 
-// neighborRoutes marks the learned host routes of the neighbors that
-// changed: a reachableBy route wins over them (docs/routes.md §9.2 rule 7).
+// neighborRoutes marks the host routes of the neighbors that changed:
+// their reachableBy routes are entries of the route table, and win over a
+// learned route for the same prefix (docs/routes.md §9.2 rule 7, §9.7
+// rule 3).
 func (t *tx) neighborRoutes(before *pmap.Map[*state.Neighbor], keys []string) {
 	for _, k := range keys {
 		o, _ := before.Get(k)
@@ -145,8 +147,8 @@ func (t *tx) neighborRoutes(before *pmap.Map[*state.Neighbor], keys []string) {
 			if x == nil {
 				continue
 			}
-			h := netip.PrefixFrom(x.Address, x.Address.BitLen())
-			if _, ok := t.s.Inputs.Learned.Get(state.PrefixKey(h)); ok {
+			h := hostPrefix(x.Address)
+			if _, ok := t.s.Inputs.Learned.Get(state.PrefixKey(h)); ok || x.ReachableBy.IsValid() {
 				t.markRoute(h)
 			}
 		}

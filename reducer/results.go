@@ -60,27 +60,10 @@ func reduceResult(s state.State, a state.Action) state.State {
 			break
 		}
 		t.current(a.Address, a.Gen, func(k string, x *state.Session) {
-			if x.Phase == pFail || x.Route == state.RouteStateFailed {
+			if x.Phase == pFail {
 				x.Retry++
 				t.putSession(k, x)
 			}
-		})
-	case state.RouteApplied:
-		t.current(a.Address, a.Gen, func(k string, x *state.Session) {
-			x.Route = state.RouteStateApplied
-			if a.Skipped {
-				x.Route = state.RouteStateSkipped
-			}
-			if x.Phase != pFail { // the route's failure is over; a peer failure is not
-				x.Attempts, x.LastError = 0, ""
-			}
-			t.putSession(k, x)
-		})
-	case state.RouteApplyFailed:
-		t.current(a.Address, a.Gen, func(k string, x *state.Session) {
-			x.Route, x.LastError = state.RouteStateFailed, a.Error
-			x.Attempts++
-			t.putSession(k, x)
 		})
 	case state.TableRouteApplied:
 		t.tableRouteApplied(a)

@@ -45,6 +45,12 @@ func (t *tx) routesDone(all bool) {
 		t.s.Inputs.Learned.Range(func(_ string, b *state.BestPaths) bool { t.markRoute(b.Prefix); return true })
 		t.s.Out.Routes.Range(func(_ string, r *state.TableRoute) bool { t.markRoute(r.Prefix); return true })
 		t.s.Index.Origins.Range(func(_ string, o *state.Origins) bool { t.markRoute(o.Prefix); return true })
+		t.s.Out.Neighbors.Range(func(_ string, n *state.Neighbor) bool {
+			if n.ReachableBy.IsValid() {
+				t.markRoute(hostPrefix(n.Address))
+			}
+			return true
+		})
 	}
 	keys := make([]string, 0, len(t.routes))
 	for k := range t.routes {
@@ -61,8 +67,9 @@ func (t *tx) routesDone(all bool) {
 	t.checkSettled()
 }
 
-// deriveRoute decides the route of one prefix: an own-block drop route
-// wins (docs/routes.md §9.3 rule 2), else the learned route (§9.2).
+// deriveRoute decides the route of one prefix: a neighbor's reachableBy
+// host route wins (docs/routes.md §9.2 rule 7, §9.7 rule 3), then an
+// own-block drop route (§9.3 rule 2), else the learned route (§9.2).
 func (t *tx) deriveRoute(k string, p netip.Prefix) {
 	old, _ := t.s.Out.Routes.Get(k)
 	n := &state.TableRoute{Prefix: p}
@@ -72,7 +79,9 @@ func (t *tx) deriveRoute(k string, p netip.Prefix) {
 	}
 	n.Drop, n.Via, n.Origin, n.NotInstalled = false, nil, "", ""
 	var probs []state.Problem
-	if name := t.dropRoute(k, p); name != "" {
+	if nb := t.reachableBy(p); nb != nil {
+		n.Via, n.Origin = []netip.Addr{nb.ReachableBy}, nb.Origin
+	} else if name := t.dropRoute(k, p); name != "" {
 		n.Drop, n.Origin = true, affinityObject(name)
 	} else if b, ok := t.s.Inputs.Learned.Get(k); ok {
 		n.Via, n.NotInstalled, probs = t.learnedRoute(k, b)
@@ -133,6 +142,21 @@ func tableRouteEqual(a, b *state.TableRoute) bool {
 		a.Phase == b.Phase && a.Attempts == b.Attempts && a.LastError == b.LastError && a.Retry == b.Retry
 }
 
+// reachableBy is the active neighbor whose reachableBy host route p is
+// (docs/semantics.md §3): p is the /32 (/128) of its address.
+func (t *tx) reachableBy(p netip.Prefix) *state.Neighbor {
+	if p.Bits() != p.Addr().BitLen() {
+		return nil
+	}
+	n, ok := t.s.Out.Neighbors.Get(state.AddrKey(p.Addr()))
+	if !ok || !n.Active() || !n.ReachableBy.IsValid() {
+		return nil
+	}
+	return n
+}
+
+func hostPrefix(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+
 // dropRoute is the affinity that makes p an own block with a drop route
 // (docs/routes.md §9.3 rule 1), or "": every own block whose pool needs no
 // encapsulation or which is outside every pool, except a /32 (/128).
@@ -174,11 +198,6 @@ func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, [
 	}
 	if insideServiceRange(t.s.Index.ServiceRanges, p) {
 		return nil, "inside a service range", nil // docs/routes.md §9.2 rule 5
-	}
-	if p.Bits() == p.Addr().BitLen() {
-		if n, ok := t.s.Out.Neighbors.Get(state.AddrKey(p.Addr())); ok && n.Active() && n.ReachableBy.IsValid() {
-			return nil, "reachableBy route of the neighbor wins", nil
-		}
 	}
 	pool, _ := t.poolOf(p)
 	var via []netip.Addr

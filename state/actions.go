@@ -121,21 +121,6 @@ type RetryDue struct {
 	At      time.Time    `json:"at,omitzero"`
 }
 
-// RouteApplied: the VPP executor installed or removed the reachableBy route
-// of generation Gen, or skipped it because no VPP is configured.
-type RouteApplied struct {
-	Address netip.Addr `json:"address"`
-	Gen     uint64     `json:"gen"`
-	Skipped bool       `json:"skipped,omitempty"`
-}
-
-// RouteApplyFailed: VPP refused the route of generation Gen.
-type RouteApplyFailed struct {
-	Address netip.Addr `json:"address"`
-	Gen     uint64     `json:"gen"`
-	Error   string     `json:"error"`
-}
-
 // SessionStateChanged: GoBGP's peer watch reported a session state
 // (idle, connect, active, opensent, openconfirm, established) at At.
 type SessionStateChanged struct {
@@ -160,8 +145,6 @@ func (InputProblemsReported) ActionName() string { return "inputProblemsReported
 func (PeerApplied) ActionName() string           { return "peerApplied" }
 func (PeerApplyFailed) ActionName() string       { return "peerApplyFailed" }
 func (RetryDue) ActionName() string              { return "retryDue" }
-func (RouteApplied) ActionName() string          { return "routeApplied" }
-func (RouteApplyFailed) ActionName() string      { return "routeApplyFailed" }
 func (SessionStateChanged) ActionName() string   { return "sessionStateChanged" }
 
 // ServerApplied: the GoBGP executor started (or restarted) the speaker

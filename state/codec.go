@@ -24,8 +24,6 @@ var actionTypes = map[string]func() Action{
 	"peerApplied":           func() Action { return &PeerApplied{} },
 	"peerApplyFailed":       func() Action { return &PeerApplyFailed{} },
 	"retryDue":              func() Action { return &RetryDue{} },
-	"routeApplied":          func() Action { return &RouteApplied{} },
-	"routeApplyFailed":      func() Action { return &RouteApplyFailed{} },
 	"sessionStateChanged":   func() Action { return &SessionStateChanged{} },
 	"serverApplied":         func() Action { return &ServerApplied{} },
 	"serverApplyFailed":     func() Action { return &ServerApplyFailed{} },

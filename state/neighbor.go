@@ -116,9 +116,11 @@ func AddrKey(a netip.Addr) string {
 	return string(out)
 }
 
-// SameConfig reports whether two neighbors ask the speaker and VPP for the
-// same thing: Equal but for the bookkeeping fields (where the values came
-// from: origin, secret and filter names), whose change alone needs no call.
+// SameConfig reports whether two neighbors ask the speaker for the same
+// thing: Equal but for the bookkeeping fields (where the values came from:
+// origin, secret and filter names), whose change alone needs no call, and
+// ReachableBy, whose route is an entry of the route table
+// (docs/routes.md §9.7 rule 3), not a speaker setting.
 func (n *Neighbor) SameConfig(o *Neighbor) bool {
 	if n == nil || o == nil {
 		return n == o
@@ -126,5 +128,6 @@ func (n *Neighbor) SameConfig(o *Neighbor) bool {
 	a, b := *n, *o
 	a.PasswordRef, b.PasswordRef, a.Filters, b.Filters = nil, nil, nil, nil
 	a.Origin, b.Origin = "", ""
+	a.ReachableBy, b.ReachableBy = netip.Addr{}, netip.Addr{}
 	return a.Equal(&b)
 }

@@ -81,7 +81,8 @@ type TableRoute struct {
 	Drop   bool         `json:"drop,omitempty"`
 	Via    []netip.Addr `json:"via,omitempty"`
 	// Origin: "blockaffinity/NAME" for an own-block drop route (§9.3),
-	// "learned" for a learned route (§9.2).
+	// "learned" for a learned route (§9.2), the neighbor's origin
+	// ("bgppeer/NAME") for its reachableBy host route (§9.7 rule 3).
 	Origin string `json:"origin,omitempty"`
 	// NotInstalled says why a learned prefix is not installed.
 	NotInstalled string     `json:"notInstalled,omitempty"`

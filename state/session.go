@@ -30,26 +30,6 @@ func Phases() []Phase {
 
 func (p Phase) String() string { return string(p) }
 
-// RouteState is where a neighbor's VPP route (its reachableBy host route)
-// stands. Its JSON form is the string itself; RouteStateNone is left out.
-type RouteState string
-
-// The route states.
-const (
-	RouteStateNone    RouteState = ""        // the neighbor needs no route
-	RouteStatePending RouteState = "pending" // the route changed: an effect for it is due
-	RouteStateApplied RouteState = "applied" // VPP confirmed the current generation
-	RouteStateSkipped RouteState = "skipped" // no VPP executor: nothing was installed
-	RouteStateFailed  RouteState = "failed"  // VPP refused it; a retry re-issues it
-)
-
-// RouteStates lists every route state.
-func RouteStates() []RouteState {
-	return []RouteState{RouteStateNone, RouteStatePending, RouteStateApplied, RouteStateSkipped, RouteStateFailed}
-}
-
-func (r RouteState) String() string { return string(r) }
-
 // Pending operations of a session: what the last effect for it asked.
 const (
 	OpAdd    = "add"
@@ -82,8 +62,6 @@ type Session struct {
 	// MD5FailuresSeen: the kernel's TCP-MD5 failure counters grew while
 	// this neighbor, which has a password, was not Established.
 	MD5FailuresSeen bool `json:"md5FailuresSeen,omitempty"`
-	// Route is the VPP route state.
-	Route RouteState `json:"route,omitempty"`
 }
 
 // Problem is bad input or an unmet dependency, named by its object

@@ -186,7 +186,7 @@ func (o *noflapObserver) observe(a state.Action) {
 	switch a.(type) {
 	case state.SessionStateChanged:
 		o.sessions++
-	case state.PeerApplied, state.PeerApplyFailed, state.ServerApplied, state.ServerApplyFailed, state.RouteApplied, state.RouteApplyFailed:
+	case state.PeerApplied, state.PeerApplyFailed, state.ServerApplied, state.ServerApplyFailed, state.TableRouteApplied, state.TableRouteApplyFailed:
 		o.results++
 	}
 }

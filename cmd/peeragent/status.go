@@ -23,6 +23,9 @@ type statusDump struct {
 	Problems  []state.Problem  `json:"problems"`
 	// Advertised are the own paths (docs/routes.md §8.1); status counts them.
 	Advertised []json.RawMessage `json:"advertised"`
+	// Routes is the route table; status shows each neighbor's host route
+	// (its reachableBy route, docs/routes.md §9.7 rule 3).
+	Routes []*state.TableRoute `json:"routes"`
 	// counts are the speaker's per-neighbor path counts, by address (not
 	// part of /state: read from GET /neighbors/ADDRESS).
 	counts map[string]pathCounts

@@ -114,12 +114,20 @@ func statusJSON(d statusDump) Status {
 	if st.Problems == nil {
 		st.Problems = []state.Problem{}
 	}
+	hostRoutes := map[string]*state.TableRoute{}
+	for _, r := range d.Routes {
+		if r.Prefix.IsSingleIP() {
+			hostRoutes[r.Prefix.Addr().String()] = r
+		}
+	}
 	for _, n := range d.Neighbors {
 		row := StatusNeighbor{Address: n.Address, PeerASN: n.PeerASN, Origin: n.Origin, Password: n.Password, Waiting: n.Waiting}
 		if s := sessions[n.Address]; s != nil {
 			row.Phase, row.BGP, row.Since, row.Flaps = s.Phase.String(), s.BGP, s.Since, s.Flaps
 			row.LastDownReason, row.Attempts, row.LastError = s.LastDownReason, s.Attempts, s.LastError
-			row.Route = string(s.Route)
+		}
+		if r := hostRoutes[n.Address]; r != nil && r.Origin == n.Origin {
+			row.Route = string(r.Phase)
 		}
 		if n.Waiting != "" {
 			row.Phase = "waiting"
@@ -150,6 +158,7 @@ type neighborDetail struct {
 	} `json:"neighbor,omitempty"`
 	Session      *state.Session        `json:"session,omitempty"`
 	Problems     []state.Problem       `json:"problems,omitempty"`
+	Route        *state.TableRoute     `json:"route,omitempty"`
 	Speaker      *effects.NeighborInfo `json:"speaker,omitempty"`
 	SpeakerError string                `json:"speakerError,omitempty"`
 }
@@ -203,9 +212,9 @@ func WriteNeighborDetail(w io.Writer, d neighborDetail, now time.Time) {
 		row("bgp", "%s", orDash(s.BGP))
 		row("flaps", "%d, last down: %s", s.Flaps, printable(orDash(s.LastDownReason)))
 		row("attempts", "%d, last error: %s", s.Attempts, printable(orDash(s.LastError)))
-		if s.Route != "" {
-			row("route", "%s", s.Route)
-		}
+	}
+	if r := d.Route; r != nil {
+		row("route", "%s %s, %s%s", r.Prefix, routeTarget(r), r.Phase, routeError(r))
 	}
 	switch sp := d.Speaker; {
 	case sp != nil:
@@ -238,4 +247,28 @@ func writeIndented(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// routeTarget is how a route table entry reads: "drop", "via A,B", or
+// what it held when nothing is desired.
+func routeTarget(r *state.TableRoute) string {
+	t := r.Target()
+	switch {
+	case t == nil:
+		return "(none)"
+	case t.Drop:
+		return "drop"
+	}
+	via := make([]string, len(t.Via))
+	for i, a := range t.Via {
+		via[i] = a.String()
+	}
+	return "via " + strings.Join(via, ",")
+}
+
+func routeError(r *state.TableRoute) string {
+	if r.LastError == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (attempts %d, last error: %s)", r.Attempts, printable(r.LastError))
 }

@@ -174,7 +174,7 @@ func TestExecuteReportsEachNeighborOnce(t *testing.T) {
 		effects.AddPeer{Neighbor: badFamily, Gen: 5},
 		effects.SetPolicy{Addr: badPolicy.Address, Policy: state.Policy{Import: []state.Rule{{Action: "maybe"}}}, Gen: 6},
 		effects.AddPeer{Neighbor: badPolicy, Gen: 6},
-		effects.AddRoute{Dst: netip.MustParsePrefix("10.0.0.4/32"), Via: netip.MustParseAddr("10.0.0.1"), Gen: 7},
+		effects.ReplaceRoute{Route: state.Route{Prefix: netip.MustParsePrefix("10.0.0.4/32"), Via: []netip.Addr{netip.MustParseAddr("10.0.0.1")}}, Gen: 7},
 		effects.WatchSecret{Namespace: "ns", Name: "s"},
 		effects.AddPeer{Neighbor: good, Gen: 7},
 		effects.AddPeer{Neighbor: secret, Gen: 8},

@@ -19,7 +19,7 @@ var notMapped = map[string]string{
 	"PasswordRef": "bookkeeping: which Secret key the password came from",
 	"Filters":     "bookkeeping: which BGPFilters the policy came from",
 	"Policy":      "installed as the neighbor's own policy and defined sets (policy.go)",
-	"ReachableBy": "a VPP route (effects/vpp), not a speaker setting",
+	"ReachableBy": "a route table entry (docs/routes.md §9.7 rule 3), not a speaker setting",
 	"Waiting":     "a waiting neighbor is never configured",
 }
 

@@ -79,27 +79,9 @@ func New(h *netlink.Handle, o Options) *Executor {
 // Name is the --dataplane value.
 func (e *Executor) Name() string { return "linux" }
 
-// Execute applies the route table effects of effs and reports each
-// reachableBy route as skipped.
+// Execute applies the route table effects of effs.
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
-	out := effects.ApplyRoutes(ctx, e, effs)
-	seen := map[state.RouteApplied]bool{}
-	for _, eff := range effs {
-		var r state.RouteApplied
-		switch eff := eff.(type) {
-		case effects.AddRoute:
-			r = state.RouteApplied{Address: eff.Dst.Addr(), Gen: eff.Gen, Skipped: true}
-		case effects.DeleteRoute:
-			r = state.RouteApplied{Address: eff.Dst.Addr(), Gen: eff.Gen, Skipped: true}
-		default:
-			continue
-		}
-		if !seen[r] {
-			seen[r] = true
-			out = append(out, r)
-		}
-	}
-	return out
+	return effects.ApplyRoutes(ctx, e, effs)
 }
 
 // Replace installs r (normal: see state.NormalRoute) as the owned route of

@@ -8,7 +8,7 @@
 //     delay stops at 50 s, so with jitter the delays there spread over
 //     [40 s, 60 s): never more than one minute, never all equal.
 //   - Scheduler.Observe sees every action the agent dispatches and acts on
-//     the results only. A PeerApplyFailed or RouteApplyFailed schedules one
+//     the results only. A PeerApplyFailed schedules one
 //     RetryDue{Address, Gen} for that address; a failure for a newer
 //     generation replaces the pending timer, and a result for an older
 //     generation than one already seen is ignored, so a late result can
@@ -17,12 +17,10 @@
 //     table entry (docs/routes.md §9.7 rule 3) under the same rules, keyed by
 //     the prefix, apart from every neighbor; a TableRouteApplied of that
 //     generation or a newer one cancels it.
-//   - Attempts count retry rounds per address: the peer and route failures
-//     of one generation reported before its timer fires share one round.
-//   - A PeerApplied or RouteApplied clears only its own kind of failure: the
-//     timer is cancelled and the attempt count reset once the address has
-//     no failure left. (A neighbor whose peer applied but whose route
-//     failed still needs its retry.)
+//   - Attempts count retry rounds per address: the failures of one
+//     generation reported before its timer fires share one round.
+//   - A PeerApplied clears the address's failure: the timer is cancelled
+//     and the attempt count reset.
 //   - Stop cancels every timer and makes Observe a no-op; no goroutine of
 //     the Scheduler remains. A timer callback already past its check may
 //     still deliver its one RetryDue: Stop does not wait for it, because

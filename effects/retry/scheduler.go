@@ -27,14 +27,14 @@ type realClock struct{}
 func (realClock) Now() time.Time                            { return time.Now() }
 func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
-// kind separates the two results an address can fail: the speaker's and
-// VPP's. Each is cleared only by its own success.
+// kind separates the results that can fail: a neighbor's (or the
+// server's) speaker calls and a route table entry's dataplane call. Each
+// is cleared only by its own success.
 type kind uint8
 
 const (
-	peerKind kind = 1 << iota
-	routeKind
-	tableKind // a route table entry's call (docs/routes.md §9.7 rule 3)
+	peerKind  kind = 1 << iota
+	tableKind      // a route table entry's call (docs/routes.md §9.7 rule 3)
 )
 
 // key is what a backoff is kept for: a neighbor's address (the zero one
@@ -86,12 +86,8 @@ func (s *Scheduler) Observe(a state.Action) {
 	switch a := a.(type) {
 	case state.PeerApplyFailed:
 		s.failed(a.Address, a.Gen, peerKind)
-	case state.RouteApplyFailed:
-		s.failed(a.Address, a.Gen, routeKind)
 	case state.PeerApplied:
 		s.applied(a.Address, a.Gen, peerKind)
-	case state.RouteApplied:
-		s.applied(a.Address, a.Gen, routeKind)
 	case state.ServerApplyFailed:
 		// The server's retries are keyed by the zero address, as the
 		// reducer reads a RetryDue without one.

@@ -21,11 +21,7 @@ var (
 func peerFailed(a netip.Addr, gen uint64) state.Action {
 	return state.PeerApplyFailed{Address: a, Gen: gen, Error: "boom"}
 }
-func routeFailed(a netip.Addr, gen uint64) state.Action {
-	return state.RouteApplyFailed{Address: a, Gen: gen, Error: "boom"}
-}
-func peerOK(a netip.Addr, gen uint64) state.Action  { return state.PeerApplied{Address: a, Gen: gen} }
-func routeOK(a netip.Addr, gen uint64) state.Action { return state.RouteApplied{Address: a, Gen: gen} }
+func peerOK(a netip.Addr, gen uint64) state.Action { return state.PeerApplied{Address: a, Gen: gen} }
 
 // due is the RetryDue expected when the fake clock stands at t0+at.
 func due(a netip.Addr, gen uint64, at time.Duration) state.Action {
@@ -67,11 +63,6 @@ func TestScheduler(t *testing.T) {
 			{advance: ms, want: []state.Action{due(addrA, 5, 100*ms)}},
 		},
 	}, {
-		name: "route-failure-retries-after-100ms",
-		steps: []step{
-			{observe: []state.Action{routeFailed(addrA, 5)}, advance: 100 * ms, want: []state.Action{due(addrA, 5, 100*ms)}},
-		},
-	}, {
 		name:   "jitter-source-is-used",
 		lowest: true,
 		steps: []step{
@@ -84,14 +75,14 @@ func TestScheduler(t *testing.T) {
 			{observe: []state.Action{peerFailed(addrA, 5)}, advance: 100 * ms, want: []state.Action{due(addrA, 5, 100*ms)}},
 			{observe: []state.Action{peerFailed(addrA, 5)}, advance: 199 * ms},
 			{advance: ms, want: []state.Action{due(addrA, 5, 300*ms)}},
-			{observe: []state.Action{routeFailed(addrA, 5)}, advance: 400 * ms, want: []state.Action{due(addrA, 5, 700*ms)}},
+			{observe: []state.Action{peerFailed(addrA, 5)}, advance: 400 * ms, want: []state.Action{due(addrA, 5, 700*ms)}},
 		},
 	}, {
-		name: "peer-and-route-failures-of-one-round-count-once",
+		name: "failures-of-one-round-count-once",
 		steps: []step{
-			{observe: []state.Action{peerFailed(addrA, 5), routeFailed(addrA, 5)}, advance: 100 * ms,
+			{observe: []state.Action{peerFailed(addrA, 5), peerFailed(addrA, 5)}, advance: 100 * ms,
 				want: []state.Action{due(addrA, 5, 100*ms)}},
-			{observe: []state.Action{routeFailed(addrA, 5), peerFailed(addrA, 5)}, advance: time.Second,
+			{observe: []state.Action{peerFailed(addrA, 5), peerFailed(addrA, 5)}, advance: time.Second,
 				want: []state.Action{due(addrA, 5, 300*ms)}},
 		},
 	}, {
@@ -105,7 +96,7 @@ func TestScheduler(t *testing.T) {
 	}, {
 		name: "older-generation-results-are-ignored",
 		steps: []step{
-			{observe: []state.Action{peerFailed(addrA, 6), routeFailed(addrA, 5), peerOK(addrA, 5), routeOK(addrA, 5)},
+			{observe: []state.Action{peerFailed(addrA, 6), peerFailed(addrA, 5), peerOK(addrA, 5)},
 				advance: time.Minute, want: []state.Action{due(addrA, 6, 100*ms)}},
 		},
 	}, {
@@ -117,17 +108,6 @@ func TestScheduler(t *testing.T) {
 				want: []state.Action{due(addrA, 7, time.Minute+200*ms)}},
 		},
 	}, {
-		name: "route-success-cancels-route-retry",
-		steps: []step{
-			{observe: []state.Action{routeFailed(addrA, 5), routeOK(addrA, 5)}, advance: time.Minute},
-		},
-	}, {
-		name: "route-failure-survives-peer-success",
-		steps: []step{
-			{observe: []state.Action{routeFailed(addrA, 5), peerOK(addrA, 5)}, advance: 100 * ms,
-				want: []state.Action{due(addrA, 5, 100*ms)}},
-		},
-	}, {
 		name: "newer-generation-success-cancels-older-retry",
 		steps: []step{
 			{observe: []state.Action{peerFailed(addrA, 5), peerOK(addrA, 6)}, advance: time.Minute},
@@ -136,7 +116,7 @@ func TestScheduler(t *testing.T) {
 		name: "addresses-back-off-independently",
 		steps: []step{
 			{observe: []state.Action{peerFailed(addrA, 5)}, advance: 100 * ms, want: []state.Action{due(addrA, 5, 100*ms)}},
-			{observe: []state.Action{peerFailed(addrA, 5), routeFailed(addrB, 9)}, advance: 100 * ms,
+			{observe: []state.Action{peerFailed(addrA, 5), peerFailed(addrB, 9)}, advance: 100 * ms,
 				want: []state.Action{due(addrB, 9, 200*ms)}},
 			{advance: 100 * ms, want: []state.Action{due(addrA, 5, 300*ms)}},
 		},
@@ -173,7 +153,7 @@ func TestScheduler(t *testing.T) {
 	}, {
 		name: "table-route-is-not-a-neighbor",
 		steps: []step{
-			{observe: []state.Action{tableFailed(pfxA, 5), peerOK(addrA, 5), routeOK(netip.Addr{}, 5), state.ServerApplied{}},
+			{observe: []state.Action{tableFailed(pfxA, 5), peerOK(addrA, 5), state.ServerApplied{}},
 				advance: 100 * ms, want: []state.Action{tableDue(pfxA, 5, 100*ms)}},
 			{observe: []state.Action{tableFailed(pfxA, 6), state.TableRouteApplied{Prefix: pfxA, Gen: 5}}, advance: 200 * ms,
 				want: []state.Action{tableDue(pfxA, 6, 300*ms)}},
@@ -181,7 +161,7 @@ func TestScheduler(t *testing.T) {
 	}, {
 		name: "stop-cancels-everything",
 		steps: []step{
-			{observe: []state.Action{peerFailed(addrA, 5), routeFailed(addrB, 6), tableFailed(pfxA, 7)}, advance: 50 * ms},
+			{observe: []state.Action{peerFailed(addrA, 5), peerFailed(addrB, 6), tableFailed(pfxA, 7)}, advance: 50 * ms},
 			{stop: true, advance: time.Minute},
 			{observe: []state.Action{peerFailed(addrA, 7)}, advance: time.Minute},
 		},

@@ -9,7 +9,6 @@ import (
 
 	"go.fd.io/govpp/adapter"
 	"go.fd.io/govpp/adapter/socketclient"
-	"go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/core"
 )
 
@@ -19,8 +18,8 @@ import (
 const connectTimeout = 5 * time.Second
 
 // Connect dials the VPP API socket at socketPath once, within ctx and at
-// most connectTimeout, and checks that VPP knows ip_route_add_del as
-// compiled in. The returned Executor owns the connection: Close it.
+// most connectTimeout, and checks that VPP knows the route table's
+// messages as compiled in. The returned Executor owns the connection: Close it.
 func Connect(ctx context.Context, socketPath string, logger *slog.Logger) (*Executor, error) {
 	if socketPath == "" {
 		return nil, fmt.Errorf("connect to VPP: %w", errNoSocket)
@@ -69,34 +68,29 @@ func connectWith(ctx context.Context, a adapter.VppAPI, target string, logger *s
 	}
 }
 
-// ready checks the connection speaks our ip_route_add_del (same CRC),
-// registers our FIB source where VPP has the route table's messages
-// (docs/routes.md §9.7), and wraps it in an Executor that owns it.
+// ready checks the connection speaks the route table's messages (the FIB
+// source ones and ip_route_add_del_v2, same CRCs), registers our FIB
+// source (docs/routes.md §9.7), and wraps it in an Executor that owns it.
 func ready(ctx context.Context, conn *core.Connection, target string, logger *slog.Logger) (*Executor, error) {
 	ch, err := conn.NewAPIChannel()
 	if err != nil {
 		conn.Disconnect()
 		return nil, fmt.Errorf("connect to VPP at %s: %w", target, err)
 	}
-	err = ch.CheckCompatiblity(&ip.IPRouteAddDel{}, &ip.IPRouteAddDelReply{})
-	tableErr := ch.CheckCompatiblity(routeMessages...)
+	err = ch.CheckCompatiblity(routeMessages...)
 	ch.Close()
 	if err != nil {
 		conn.Disconnect()
-		return nil, fmt.Errorf("VPP at %s does not support ip_route_add_del_%s: %w",
-			target, (&ip.IPRouteAddDel{}).GetCrcString(), err)
+		return nil, fmt.Errorf("VPP at %s does not support the FIB source and ip_route_add_del_v2 messages: %w", target, err)
+	}
+	src, err := registerSource(ctx, conn)
+	if err != nil {
+		conn.Disconnect()
+		return nil, fmt.Errorf("VPP at %s: register FIB source %s: %w", target, SourceName, err)
 	}
 	e := New(conn, logger)
 	e.close = conn.Disconnect
-	if tableErr != nil {
-		e.log.Warn("VPP lacks the FIB source and v2 route messages: the route table cannot be installed",
-			"socket", target, "error", tableErr)
-	} else if src, err := registerSource(ctx, conn); err != nil {
-		conn.Disconnect()
-		return nil, fmt.Errorf("VPP at %s: register FIB source %s: %w", target, SourceName, err)
-	} else {
-		e.source.Store(uint32(src))
-	}
-	e.log.Info("connected to VPP", "socket", target, "fibSource", e.source.Load())
+	e.source.Store(uint32(src))
+	e.log.Info("connected to VPP", "socket", target, "fibSource", src)
 	return e, nil
 }

@@ -2,16 +2,13 @@ package vpp
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.fd.io/govpp/api"
-	"go.fd.io/govpp/binapi/ip"
 
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/state"
@@ -38,9 +35,15 @@ type Executor struct {
 	// exec serializes Execute and the replay after a VPP restart, so that
 	// a replay never re-adds a route an Execute is deleting.
 	exec sync.Mutex
-	// applied is every route VPP was last told to have, by destination,
+	// applied is every route VPP was last told to have, by prefix,
 	// replayed after a VPP restart (which forgets them all).
-	applied map[netip.Prefix]route
+	applied map[netip.Prefix]applied
+}
+
+// applied is a route VPP accepted, and the generation it was for.
+type applied struct {
+	route state.Route
+	gen   uint64
 }
 
 var _ effects.Executor = (*Executor)(nil)
@@ -58,7 +61,7 @@ func New(conn api.Connection, logger *slog.Logger) *Executor {
 // it sends nothing and reports every route as skipped.
 func Disabled(logger *slog.Logger) *Executor {
 	e := New(nil, logger)
-	e.log.Info("no VPP configured: reachableBy routes are recorded as skipped")
+	e.log.Info("no VPP configured: routes are recorded as skipped")
 	return e
 }
 
@@ -77,18 +80,6 @@ func (e *Executor) connection() api.Connection {
 	return e.conn
 }
 
-// record keeps what VPP now has for r's destination, for a replay.
-func (e *Executor) record(r route) {
-	if e.applied == nil {
-		e.applied = map[netip.Prefix]route{}
-	}
-	if r.add {
-		e.applied[r.dst] = r
-	} else {
-		delete(e.applied, r.dst)
-	}
-}
-
 // Close disconnects from VPP if Connect made the connection; later calls
 // do nothing. Routes executed after Close fail with govpp's "not connected".
 func (e *Executor) Close() {
@@ -99,17 +90,10 @@ func (e *Executor) Close() {
 	})
 }
 
-// key identifies a result: the reducer matches results by address and
-// generation, so there must be one per pair.
-type key struct {
-	addr netip.Addr
-	gen  uint64
-}
-
-// Execute applies the route effects of effs in order and returns one
-// RouteApplied or RouteApplyFailed per (address, generation) of the
-// reachableBy routes, then one TableRouteApplied or TableRouteApplyFailed
-// per (prefix, generation) of the route table's entries.
+// Execute applies the route table effects of effs (docs/routes.md §9.7)
+// and returns one TableRouteApplied or TableRouteApplyFailed per (prefix,
+// generation); disabled, every route is reported as skipped. What VPP
+// accepted is recorded for the replay after a VPP restart.
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
 	e.exec.Lock()
 	defer e.exec.Unlock()
@@ -117,86 +101,40 @@ func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.A
 	if e.Enabled() {
 		dp = e
 	}
-	return append(e.executeReachable(ctx, effs), effects.ApplyRoutes(ctx, dp, effs)...)
-}
-
-func (e *Executor) executeReachable(ctx context.Context, effs []effects.Effect) []state.Action {
-	var order []key
-	failures := map[key][]error{}
-	for _, eff := range effs {
-		r, ok := asRoute(eff)
-		if !ok {
-			continue
-		}
-		k := key{r.dst.Addr(), r.gen}
-		if _, seen := failures[k]; !seen {
-			order = append(order, k)
-			failures[k] = nil
-		}
-		if err := e.apply(ctx, r); err != nil {
-			failures[k] = append(failures[k], err)
-		} else if e.Enabled() {
-			e.record(r)
-		}
-	}
-	out := make([]state.Action, 0, len(order))
-	for _, k := range order {
-		out = append(out, e.result(k, failures[k]))
+	out := effects.ApplyRoutes(ctx, dp, effs)
+	if dp != nil {
+		e.record(effs, out)
 	}
 	return out
 }
 
-func (e *Executor) result(k key, errs []error) state.Action {
-	if len(errs) == 0 {
-		return state.RouteApplied{Address: k.addr, Gen: k.gen, Skipped: !e.Enabled()}
+// record keeps, per prefix, the route VPP now has from this source (the
+// last replace or remove of each prefix that VPP accepted), with its
+// generation, for a replay.
+func (e *Executor) record(effs []effects.Effect, results []state.Action) {
+	type pk struct {
+		prefix netip.Prefix
+		gen    uint64
 	}
-	msgs := make([]string, len(errs))
-	for i, err := range errs {
-		msgs[i] = err.Error()
+	ok := map[pk]bool{}
+	for _, a := range results {
+		if r, applied := a.(state.TableRouteApplied); applied {
+			ok[pk{r.Prefix, r.Gen}] = true
+		}
 	}
-	return state.RouteApplyFailed{Address: k.addr, Gen: k.gen, Error: strings.Join(msgs, "; ")}
-}
-
-// apply sends one route and wraps a failure with the route's identity;
-// this is the only place route errors are wrapped.
-func (e *Executor) apply(ctx context.Context, r route) error {
-	if !e.Enabled() {
-		e.log.Debug("VPP not configured, route skipped", "route", r.String(), "gen", r.gen)
-		return nil
+	if e.applied == nil {
+		e.applied = map[netip.Prefix]applied{}
 	}
-	if err := e.send(ctx, r); err != nil {
-		err = fmt.Errorf("%s: %w", r, err)
-		e.log.Warn("VPP route failed", "gen", r.gen, "error", err)
-		return err
+	for _, eff := range effs {
+		switch eff := eff.(type) {
+		case effects.ReplaceRoute:
+			if ok[pk{eff.Route.Prefix, eff.Gen}] {
+				e.applied[eff.Route.Prefix] = applied{route: eff.Route, gen: eff.Gen}
+			}
+		case effects.RemoveRoute:
+			if ok[pk{eff.Prefix, eff.Gen}] {
+				delete(e.applied, eff.Prefix)
+			}
+		}
 	}
-	e.log.Debug("VPP route applied", "route", r.String(), "gen", r.gen)
-	return nil
-}
-
-func (e *Executor) send(ctx context.Context, r route) error {
-	if err := r.validate(); err != nil {
-		return err
-	}
-	// Checked first because a stream on a cancelled context still sends
-	// the request; only waiting for the reply notices the cancellation.
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	conn := e.connection()
-	if conn == nil {
-		return errNotConnected
-	}
-	reply := &ip.IPRouteAddDelReply{}
-	if err := conn.Invoke(ctx, r.message(), reply); err != nil {
-		return err
-	}
-	switch {
-	case reply.Retval == 0:
-		return nil
-	case !r.add && absent(reply.Retval):
-		return nil
-	}
-	return retvalError(reply.Retval)
 }

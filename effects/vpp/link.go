@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync/atomic"
 	"time"
 
 	"go.fd.io/govpp/adapter"
 	"go.fd.io/govpp/adapter/socketclient"
-	"go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/core"
 
 	"github.com/peeragent/peeragent/state"
@@ -68,7 +68,7 @@ func dialWith(a adapter.VppAPI, target string, logger *slog.Logger) *Executor {
 // connected and clearing it once it is. When VPP comes back after a
 // disconnection (a VPP restart forgets every route), every route VPP was
 // told to have is sent again, and each that fails is dispatched as a
-// RouteApplyFailed of its generation. It returns nil when ctx ends; on an
+// TableRouteApplyFailed of its generation. It returns nil when ctx ends; on an
 // Executor not made by Dial it returns at once.
 func (e *Executor) Run(ctx context.Context, dispatch func(state.Action)) error {
 	l := e.link
@@ -125,13 +125,17 @@ func (e *Executor) follow(ctx context.Context, conn *core.Connection, events cha
 					problem("VPP at %s: %v", l.target, err)
 					continue
 				}
-				go e.registerOn(ctx, conn) // not on this loop: a VPP slow to answer must not stall it
 				l.cur.Store(conn)
 				problem("")
 				e.log.Info("connected to VPP", "socket", l.target)
-				if *connectedOnce {
-					e.replay(ctx, dispatch)
-				}
+				// Not on this loop: a VPP slow to answer must not stall it.
+				// The routes go again only once the source is registered.
+				go func(again bool) {
+					e.registerOn(ctx, conn)
+					if again {
+						e.replay(ctx, dispatch)
+					}
+				}(*connectedOnce)
 				*connectedOnce, connected = true, true
 			case core.Disconnected, core.NotResponding:
 				l.cur.Store(nil)
@@ -156,56 +160,56 @@ func eventText(ev core.ConnectionEvent) string {
 	return what
 }
 
-// compatible checks that VPP speaks our ip_route_add_del (same CRC).
+// compatible checks that VPP speaks the route table's messages (same
+// CRCs): the FIB source ones and ip_route_add_del_v2 (docs/routes.md §9.7).
 func compatible(conn *core.Connection) error {
 	ch, err := conn.NewAPIChannel()
 	if err != nil {
 		return err
 	}
 	defer ch.Close()
-	if err := ch.CheckCompatiblity(&ip.IPRouteAddDel{}, &ip.IPRouteAddDelReply{}); err != nil {
-		return fmt.Errorf("does not support ip_route_add_del_%s: %w", (&ip.IPRouteAddDel{}).GetCrcString(), err)
+	if err := ch.CheckCompatiblity(routeMessages...); err != nil {
+		return fmt.Errorf("does not support the FIB source and ip_route_add_del_v2 messages: %w", err)
 	}
 	return nil
 }
 
-// replay sends every recorded route again, in destination order, after a
-// VPP restart; a failure is a RouteApplyFailed of the route's generation
-// (and the retry sends it again).
+// replay sends every recorded route again, in prefix order, after a VPP
+// restart; a failure is a TableRouteApplyFailed of the route's
+// generation (and the retry sends it again).
 func (e *Executor) replay(ctx context.Context, dispatch func(state.Action)) {
 	e.exec.Lock()
 	defer e.exec.Unlock()
-	rs := make([]route, 0, len(e.applied))
+	rs := make([]applied, 0, len(e.applied))
 	for _, r := range e.applied {
 		rs = append(rs, r)
 	}
-	slices.SortFunc(rs, func(a, b route) int { return a.dst.Addr().Compare(b.dst.Addr()) })
+	slices.SortFunc(rs, func(a, b applied) int { return comparePrefix(a.route.Prefix, b.route.Prefix) })
 	failed := 0
 	for _, r := range rs {
-		if err := e.apply(ctx, r); err != nil {
+		if err := e.Replace(ctx, r.route); err != nil {
 			failed++
-			dispatch(state.RouteApplyFailed{Address: r.dst.Addr(), Gen: r.gen, Error: err.Error()})
+			dispatch(state.TableRouteApplyFailed{Prefix: r.route.Prefix, Gen: r.gen, Error: err.Error()})
 		}
 	}
 	e.log.Info("VPP routes sent again after a reconnection", "routes", len(rs), "failed", failed)
 }
 
+func comparePrefix(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
+}
+
 // registerOn registers our FIB source on a (re)connected VPP (a restarted
 // VPP has forgotten it; one that stayed up keeps it, and registerSource
-// finds it again), for the route table (docs/routes.md §9.7). A VPP
-// without the v2 route messages still gets the reachableBy routes.
+// finds it again), for the route table (docs/routes.md §9.7).
 func (e *Executor) registerOn(ctx context.Context, conn *core.Connection) {
-	ch, err := conn.NewAPIChannel()
+	src, err := registerSource(ctx, conn)
 	if err == nil {
-		err = ch.CheckCompatiblity(routeMessages...)
-		ch.Close()
-	}
-	if err == nil {
-		var src uint8
-		if src, err = registerSource(ctx, conn); err == nil {
-			e.source.Store(uint32(src))
-			return
-		}
+		e.source.Store(uint32(src))
+		return
 	}
 	e.source.Store(0)
 	e.log.Warn("VPP lacks our FIB source: the route table cannot be installed", "error", err)

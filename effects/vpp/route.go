@@ -1,17 +1,13 @@
 package vpp
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/fib_types"
-	"go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/ip_types"
-
-	"github.com/peeragent/peeragent/effects"
 )
 
 // noInterface is sw_if_index ~0: the path names no interface, so VPP
@@ -19,62 +15,8 @@ import (
 // for its own routes. Zero would mean interface 0 (local0).
 const noInterface = ^uint32(0)
 
-// route is an AddRoute or DeleteRoute, reduced to what the message needs.
-type route struct {
-	add bool
-	dst netip.Prefix
-	via netip.Addr
-	gen uint64
-}
-
-// asRoute picks the route effects out of a mixed list.
-func asRoute(e effects.Effect) (route, bool) {
-	switch e := e.(type) {
-	case effects.AddRoute:
-		return route{add: true, dst: e.Dst, via: e.Via, gen: e.Gen}, true
-	case effects.DeleteRoute:
-		return route{add: false, dst: e.Dst, via: e.Via, gen: e.Gen}, true
-	}
-	return route{}, false
-}
-
-// String is the route's identity in errors and logs.
-func (r route) String() string {
-	op := "delete"
-	if r.add {
-		op = "add"
-	}
-	return fmt.Sprintf("%s route %s via %s", op, r.dst, r.via)
-}
-
-// validate refuses what VPP would misread rather than reject: a v4 route
-// via a v6 gateway would be encoded with the wrong proto.
-func (r route) validate() error {
-	switch {
-	case !r.dst.IsValid():
-		return errors.New("invalid destination prefix")
-	case !r.via.IsValid():
-		return errors.New("invalid gateway")
-	case r.dst.Addr().Is4() != r.via.Is4():
-		return errors.New("gateway and destination are of different address families")
-	}
-	return nil
-}
-
-// message is the ip_route_add_del request for r.
-func (r route) message() *ip.IPRouteAddDel {
-	return &ip.IPRouteAddDel{
-		IsAdd:       r.add,
-		IsMultipath: false,
-		Route: ip.IPRoute{
-			TableID: 0,
-			Prefix:  ip_types.Prefix{Address: address(r.dst.Addr()), Len: uint8(r.dst.Bits())},
-			NPaths:  1,
-			Paths:   []fib_types.FibPath{nextHop(r.via)},
-		},
-	}
-}
-
+// nextHop is a normal path via a next hop, with no interface: VPP
+// resolves it recursively (docs/routes.md §9.7 rule 4).
 func nextHop(via netip.Addr) fib_types.FibPath {
 	proto := fib_types.FIB_API_PATH_NH_PROTO_IP4
 	if !via.Is4() {

@@ -24,11 +24,11 @@ const SourceName = "peeragent"
 const SourcePriority = 0x82
 
 // errNoSource: the connected VPP has no source of ours (an Executor built
-// with New, or a VPP without the v2 route messages).
+// with New, or one whose registration failed).
 var errNoSource = errors.New("no FIB source " + SourceName + " registered in VPP")
 
-// routeMessages are the messages the route table needs; a VPP without
-// them still gets the reachableBy routes.
+// routeMessages are the messages the route table needs: a VPP without
+// them is refused at connection.
 var routeMessages = []api.Message{
 	&fib.FibSourceAdd{}, &fib.FibSourceAddReply{}, &fib.FibSourceDump{}, &fib.FibSourceDetails{},
 	&ip.IPRouteAddDelV2{}, &ip.IPRouteAddDelV2Reply{}, &ip.IPRouteV2Dump{}, &ip.IPRouteV2Details{},
