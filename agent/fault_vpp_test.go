@@ -3,22 +3,28 @@ package agent
 import (
 	"context"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 
 	"go.fd.io/govpp/adapter/mock"
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/fib"
 	"go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/codec"
 	"go.fd.io/govpp/core"
 
+	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/effects/retry"
 	"github.com/peeragent/peeragent/effects/vpp"
 	"github.com/peeragent/peeragent/state"
 )
 
-// vppFaults answers ip_route_add_del through govpp's mock adapter: the
-// first `failures` requests get VPP retval -6, the rest succeed.
+// vppFaults answers through govpp's mock adapter: our FIB source is
+// added with id 40, dumps are empty, and of the ip_route_add_del_v2
+// requests the first `failures` get VPP retval -6, the rest succeed.
 type vppFaults struct {
 	adapter  *mock.VppAdapter
 	mu       sync.Mutex
@@ -27,18 +33,29 @@ type vppFaults struct {
 }
 
 func (f *vppFaults) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
-	msg := &ip.IPRouteAddDel{}
-	if req.MsgName != "ip_route_add_del" || codec.DefaultCodec.DecodeMsg(req.Data, msg) != nil {
+	var reply api.Message
+	ping, _ := f.adapter.GetMsgID("control_ping", "") // the mock gives pings no name
+	switch {
+	case req.MsgID == ping:
+		reply = &memclnt.ControlPingReply{} // ends every dump: none has details
+	case req.MsgName == "fib_source_add":
+		reply = &fib.FibSourceAddReply{ID: 40}
+	case req.MsgName == "ip_route_add_del_v2":
+		msg := &ip.IPRouteAddDelV2{}
+		if codec.DefaultCodec.DecodeMsg(req.Data, msg) != nil || msg.Route.Src != 40 {
+			return nil, 0, false
+		}
+		f.mu.Lock()
+		f.requests++
+		rv := int32(0)
+		if f.requests <= f.failures {
+			rv = -6
+		}
+		f.mu.Unlock()
+		reply = &ip.IPRouteAddDelV2Reply{Retval: rv}
+	default:
 		return nil, 0, false
 	}
-	f.mu.Lock()
-	f.requests++
-	rv := int32(0)
-	if f.requests <= f.failures {
-		rv = -6
-	}
-	f.mu.Unlock()
-	reply := &ip.IPRouteAddDelReply{Retval: rv}
 	data, err := f.adapter.ReplyBytes(req, reply)
 	if err != nil {
 		return nil, 0, false
@@ -47,9 +64,10 @@ func (f *vppFaults) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
 	return data, id, true
 }
 
-// TestVPPErrorsAreRetriedUntilApplied: VPP refuses a reachableBy route
-// twice; the failure shows in /state and /metrics, the retry scheduler
-// re-issues it, and the route ends applied.
+// TestVPPErrorsAreRetriedUntilApplied: VPP refuses a reachableBy route (a
+// route table entry, docs/routes.md §9.7 rule 3) twice; the failure shows
+// in /state and /metrics, the retry scheduler re-issues it, and the route
+// ends applied.
 func TestVPPErrorsAreRetriedUntilApplied(t *testing.T) {
 	f := &vppFaults{adapter: mock.NewVppAdapter(), failures: 2}
 	f.adapter.MockReplyHandler(f.reply)
@@ -58,9 +76,13 @@ func TestVPPErrorsAreRetriedUntilApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Disconnect()
+	exec, err := vpp.Attach(context.Background(), conn, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var sched *retry.Scheduler
 	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: &fakeSpeaker{},
-		VPP: vpp.New(conn, discardLogger()), Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger(),
+		VPP: exec, Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger(),
 		Observer: []func(state.Action){func(a state.Action) { sched.Observe(a) }}})
 	sched = retry.New(l.Dispatch, func() float64 { return 0.5 }, nil)
 	defer sched.Stop()
@@ -77,21 +99,23 @@ func TestVPPErrorsAreRetriedUntilApplied(t *testing.T) {
 	for _, a := range acts {
 		l.Dispatch(a)
 	}
+	l.Dispatch(effects.ListRoutes(context.Background(), exec))
 	sawFailed := false
+	host := state.PrefixKey(netip.MustParsePrefix("10.0.0.9/32"))
 	waitFor(t, "the route applied after its retries", func() bool {
 		_, body := get(t, srv.URL+"/state")
-		if strings.Contains(body, `"route": "failed"`) && strings.Contains(body, "VPP retval -6") {
+		if strings.Contains(body, `"phase": "failed"`) && strings.Contains(body, "VPP retval -6") {
 			sawFailed = true
 		}
-		s, ok := l.State().Out.Sessions.Get(state.AddrKey(mustAddr("10.0.0.9")))
-		return ok && s.Route == state.RouteStateApplied
+		r, ok := l.State().Out.Routes.Get(host)
+		return ok && r.Phase == state.RoutePhaseApplied && r.Origin == "bgppeer/tor"
 	})
 	if !sawFailed {
 		t.Error("/state never showed the failed route with VPP's error")
 	}
 	_, metrics := get(t, srv.URL+"/metrics")
-	for _, want := range []string{`peeragent_effects_total{kind="add-route",result="failed"} 2`,
-		`peeragent_effects_total{kind="add-route",result="applied"} 1`, "peeragent_retries_total 2"} {
+	for _, want := range []string{`peeragent_effects_total{kind="route-replace",result="failed"} 2`,
+		`peeragent_effects_total{kind="route-replace",result="applied"} 1`, "peeragent_retries_total 2"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -99,6 +123,6 @@ func TestVPPErrorsAreRetriedUntilApplied(t *testing.T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.requests != 3 {
-		t.Errorf("VPP got %d ip_route_add_del, want 3 (two refused, one applied)", f.requests)
+		t.Errorf("VPP got %d ip_route_add_del_v2, want 3 (two refused, one applied)", f.requests)
 	}
 }

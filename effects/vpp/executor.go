@@ -2,6 +2,7 @@ package vpp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -55,6 +56,19 @@ func New(conn api.Connection, logger *slog.Logger) *Executor {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Executor{conn: conn, log: logger}
+}
+
+// Attach returns an Executor over conn, which the caller keeps owning,
+// with our FIB source registered in that VPP (found, or added): ready for
+// the route table (docs/routes.md §9.7).
+func Attach(ctx context.Context, conn api.Connection, logger *slog.Logger) (*Executor, error) {
+	src, err := registerSource(ctx, conn)
+	if err != nil {
+		return nil, fmt.Errorf("register FIB source %s: %w", SourceName, err)
+	}
+	e := New(conn, logger)
+	e.source.Store(uint32(src))
+	return e, nil
 }
 
 // Disabled returns the Executor used when no VPP socket is configured:

@@ -17,6 +17,8 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
+// The host routes of neighbors with reachableBy (docs/semantics.md §3):
+// route table entries like any other (docs/routes.md §9.7 rule 3).
 var (
 	nbr4 = netip.MustParseAddr("10.0.0.9")
 	gw4  = netip.MustParseAddr("192.168.1.1")
@@ -26,6 +28,14 @@ var (
 )
 
 func host(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+
+func replace(dst netip.Prefix, via netip.Addr, gen uint64) effects.ReplaceRoute {
+	return effects.ReplaceRoute{Route: state.Route{Prefix: dst, Via: []netip.Addr{via}}, Gen: gen}
+}
+
+func remove(dst netip.Prefix, gen uint64) effects.RemoveRoute {
+	return effects.RemoveRoute{Prefix: dst, Gen: gen}
+}
 
 // The expected wire values, written out byte by byte rather than built
 // with the code under test.
@@ -37,18 +47,21 @@ var (
 	wireFd001    = ip_types.AddressUnionIP6(ip_types.IP6Address{0xfd, 0, 14: 0, 15: 1})
 )
 
-// wantMsg is the decoded ip_route_add_del expected on the wire: table 0,
-// not multipath, n_paths 1, one normal path via nh with no interface.
-func wantMsg(isAdd bool, af ip_types.AddressFamily, dst ip_types.AddressUnion, plen uint8,
-	proto fib_types.FibPathNhProto, nh ip_types.AddressUnion) *ip.IPRouteAddDel {
-	return &ip.IPRouteAddDel{
-		IsAdd:       isAdd,
+// wantAdd is the decoded ip_route_add_del_v2 expected on the wire for a
+// replace: table 0, not multipath (it replaces our source's paths), our
+// source, n_paths 1, one normal path via nh with no interface (VPP
+// resolves it through the FIB), weight 1.
+func wantAdd(af ip_types.AddressFamily, dst ip_types.AddressUnion, plen uint8,
+	proto fib_types.FibPathNhProto, nh ip_types.AddressUnion) *ip.IPRouteAddDelV2 {
+	return &ip.IPRouteAddDelV2{
+		IsAdd:       true,
 		IsMultipath: false,
-		Route: ip.IPRoute{
+		Route: ip.IPRouteV2{
 			TableID:    0,
 			StatsIndex: 0,
 			Prefix:     ip_types.Prefix{Address: ip_types.Address{Af: af, Un: dst}, Len: plen},
 			NPaths:     1,
+			Src:        ourSource,
 			Paths: []fib_types.FibPath{{
 				SwIfIndex:  0xffffffff,
 				TableID:    0,
@@ -65,114 +78,92 @@ func wantMsg(isAdd bool, af ip_types.AddressFamily, dst ip_types.AddressUnion, p
 	}
 }
 
+// wantDel is the removal of our source's entry: is_add=0, no paths.
+func wantDel(af ip_types.AddressFamily, dst ip_types.AddressUnion, plen uint8) *ip.IPRouteAddDelV2 {
+	return &ip.IPRouteAddDelV2{IsAdd: false, IsMultipath: false, Route: ip.IPRouteV2{
+		TableID: 0, Prefix: ip_types.Prefix{Address: ip_types.Address{Af: af, Un: dst}, Len: plen},
+		NPaths: 0, Src: ourSource, Paths: []fib_types.FibPath{}}}
+}
+
 const (
 	v4, v6     = ip_types.ADDRESS_IP4, ip_types.ADDRESS_IP6
 	nhIP4      = fib_types.FIB_API_PATH_NH_PROTO_IP4
 	nhIP6      = fib_types.FIB_API_PATH_NH_PROTO_IP6
-	addMsg     = true
-	deleteMsg  = false
 	noSuchFIB  = -3
 	noSuchEnt  = -6
 	invalidVal = -7
 )
 
+func appliedOK(dst netip.Prefix, gen uint64) state.Action {
+	return state.TableRouteApplied{Prefix: dst, Gen: gen}
+}
+
+func failed(dst netip.Prefix, gen uint64, err string) state.Action {
+	return state.TableRouteApplyFailed{Prefix: dst, Gen: gen, Error: err}
+}
+
+// TestExecuteSendsExactMessages: every field of the messages a neighbor's
+// host route gives, and one result per (prefix, generation).
 func TestExecuteSendsExactMessages(t *testing.T) {
 	tests := []struct {
 		name    string
 		effs    []effects.Effect
 		retvals []int32
-		want    []*ip.IPRouteAddDel
+		want    []*ip.IPRouteAddDelV2
 		results []state.Action
 	}{{
 		name:    "add-v4",
-		effs:    []effects.Effect{effects.AddRoute{Dst: host(nbr4), Via: gw4, Gen: 7}},
-		want:    []*ip.IPRouteAddDel{wantMsg(addMsg, v4, wire10009, 32, nhIP4, wire19216811)},
-		results: []state.Action{state.RouteApplied{Address: nbr4, Gen: 7}},
+		effs:    []effects.Effect{replace(host(nbr4), gw4, 7)},
+		want:    []*ip.IPRouteAddDelV2{wantAdd(v4, wire10009, 32, nhIP4, wire19216811)},
+		results: []state.Action{appliedOK(host(nbr4), 7)},
 	}, {
 		name:    "add-v6",
-		effs:    []effects.Effect{effects.AddRoute{Dst: host(nbr6), Via: gw6, Gen: 8}},
-		want:    []*ip.IPRouteAddDel{wantMsg(addMsg, v6, wireFd009, 128, nhIP6, wireFd001)},
-		results: []state.Action{state.RouteApplied{Address: nbr6, Gen: 8}},
+		effs:    []effects.Effect{replace(host(nbr6), gw6, 8)},
+		want:    []*ip.IPRouteAddDelV2{wantAdd(v6, wireFd009, 128, nhIP6, wireFd001)},
+		results: []state.Action{appliedOK(host(nbr6), 8)},
+	}, {
+		name:    "gateway-change-is-one-replace",
+		effs:    []effects.Effect{replace(host(nbr4), gw4b, 11)},
+		want:    []*ip.IPRouteAddDelV2{wantAdd(v4, wire10009, 32, nhIP4, wire19216812)},
+		results: []state.Action{appliedOK(host(nbr4), 11)},
 	}, {
 		name:    "delete-v4",
-		effs:    []effects.Effect{effects.DeleteRoute{Dst: host(nbr4), Via: gw4, Gen: 9}},
-		want:    []*ip.IPRouteAddDel{wantMsg(deleteMsg, v4, wire10009, 32, nhIP4, wire19216811)},
-		results: []state.Action{state.RouteApplied{Address: nbr4, Gen: 9}},
+		effs:    []effects.Effect{remove(host(nbr4), 9)},
+		want:    []*ip.IPRouteAddDelV2{wantDel(v4, wire10009, 32)},
+		results: []state.Action{appliedOK(host(nbr4), 9)},
 	}, {
 		name:    "delete-v6",
-		effs:    []effects.Effect{effects.DeleteRoute{Dst: host(nbr6), Via: gw6, Gen: 10}},
-		want:    []*ip.IPRouteAddDel{wantMsg(deleteMsg, v6, wireFd009, 128, nhIP6, wireFd001)},
-		results: []state.Action{state.RouteApplied{Address: nbr6, Gen: 10}},
+		effs:    []effects.Effect{remove(host(nbr6), 10)},
+		want:    []*ip.IPRouteAddDelV2{wantDel(v6, wireFd009, 128)},
+		results: []state.Action{appliedOK(host(nbr6), 10)},
 	}, {
 		name:    "add-refused-by-vpp",
-		effs:    []effects.Effect{effects.AddRoute{Dst: host(nbr4), Via: gw4, Gen: 7}},
+		effs:    []effects.Effect{replace(host(nbr4), gw4, 7)},
 		retvals: []int32{noSuchEnt},
-		want:    []*ip.IPRouteAddDel{wantMsg(addMsg, v4, wire10009, 32, nhIP4, wire19216811)},
-		results: []state.Action{state.RouteApplyFailed{Address: nbr4, Gen: 7,
-			Error: "add route 10.0.0.9/32 via 192.168.1.1: VPP retval -6 (No such entry)"}},
+		want:    []*ip.IPRouteAddDelV2{wantAdd(v4, wire10009, 32, nhIP4, wire19216811)},
+		results: []state.Action{failed(host(nbr4), 7, "replace route 10.0.0.9/32 via 192.168.1.1: VPP retval -6 (No such entry)")},
 	}, {
 		name:    "add-v6-refused-by-vpp",
-		effs:    []effects.Effect{effects.AddRoute{Dst: host(nbr6), Via: gw6, Gen: 8}},
+		effs:    []effects.Effect{replace(host(nbr6), gw6, 8)},
 		retvals: []int32{noSuchFIB},
-		want:    []*ip.IPRouteAddDel{wantMsg(addMsg, v6, wireFd009, 128, nhIP6, wireFd001)},
-		results: []state.Action{state.RouteApplyFailed{Address: nbr6, Gen: 8,
-			Error: "add route fd00::9/128 via fd00::1: VPP retval -3 (No such FIB / VRF)"}},
+		want:    []*ip.IPRouteAddDelV2{wantAdd(v6, wireFd009, 128, nhIP6, wireFd001)},
+		results: []state.Action{failed(host(nbr6), 8, "replace route fd00::9/128 via fd00::1: VPP retval -3 (No such FIB / VRF)")},
 	}, {
 		name:    "delete-absent-route-succeeds",
-		effs:    []effects.Effect{effects.DeleteRoute{Dst: host(nbr4), Via: gw4, Gen: 9}},
+		effs:    []effects.Effect{remove(host(nbr4), 9)},
 		retvals: []int32{noSuchEnt},
-		want:    []*ip.IPRouteAddDel{wantMsg(deleteMsg, v4, wire10009, 32, nhIP4, wire19216811)},
-		results: []state.Action{state.RouteApplied{Address: nbr4, Gen: 9}},
+		want:    []*ip.IPRouteAddDelV2{wantDel(v4, wire10009, 32)},
+		results: []state.Action{appliedOK(host(nbr4), 9)},
 	}, {
 		name:    "delete-refused-by-vpp",
-		effs:    []effects.Effect{effects.DeleteRoute{Dst: host(nbr6), Via: gw6, Gen: 10}},
+		effs:    []effects.Effect{remove(host(nbr6), 10)},
 		retvals: []int32{noSuchFIB},
-		want:    []*ip.IPRouteAddDel{wantMsg(deleteMsg, v6, wireFd009, 128, nhIP6, wireFd001)},
-		results: []state.Action{state.RouteApplyFailed{Address: nbr6, Gen: 10,
-			Error: "delete route fd00::9/128 via fd00::1: VPP retval -3 (No such FIB / VRF)"}},
+		want:    []*ip.IPRouteAddDelV2{wantDel(v6, wireFd009, 128)},
+		results: []state.Action{failed(host(nbr6), 10, "delete route fd00::9/128: VPP retval -3 (No such FIB / VRF)")},
 	}, {
-		name: "gateway-change-gives-one-result",
-		effs: []effects.Effect{
-			effects.DeleteRoute{Dst: host(nbr4), Via: gw4, Gen: 11},
-			effects.AddRoute{Dst: host(nbr4), Via: gw4b, Gen: 11},
-		},
-		want: []*ip.IPRouteAddDel{
-			wantMsg(deleteMsg, v4, wire10009, 32, nhIP4, wire19216811),
-			wantMsg(addMsg, v4, wire10009, 32, nhIP4, wire19216812),
-		},
-		results: []state.Action{state.RouteApplied{Address: nbr4, Gen: 11}},
-	}, {
-		name: "gateway-change-with-failed-delete-still-adds",
-		effs: []effects.Effect{
-			effects.DeleteRoute{Dst: host(nbr4), Via: gw4, Gen: 11},
-			effects.AddRoute{Dst: host(nbr4), Via: gw4b, Gen: 11},
-		},
-		retvals: []int32{noSuchFIB, 0},
-		want: []*ip.IPRouteAddDel{
-			wantMsg(deleteMsg, v4, wire10009, 32, nhIP4, wire19216811),
-			wantMsg(addMsg, v4, wire10009, 32, nhIP4, wire19216812),
-		},
-		results: []state.Action{state.RouteApplyFailed{Address: nbr4, Gen: 11,
-			Error: "delete route 10.0.0.9/32 via 192.168.1.1: VPP retval -3 (No such FIB / VRF)"}},
-	}, {
-		name: "gateway-change-both-failing-names-both",
-		effs: []effects.Effect{
-			effects.DeleteRoute{Dst: host(nbr4), Via: gw4, Gen: 11},
-			effects.AddRoute{Dst: host(nbr4), Via: gw4b, Gen: 11},
-		},
-		retvals: []int32{noSuchFIB, invalidVal},
-		want: []*ip.IPRouteAddDel{
-			wantMsg(deleteMsg, v4, wire10009, 32, nhIP4, wire19216811),
-			wantMsg(addMsg, v4, wire10009, 32, nhIP4, wire19216812),
-		},
-		results: []state.Action{state.RouteApplyFailed{Address: nbr4, Gen: 11,
-			Error: "delete route 10.0.0.9/32 via 192.168.1.1: VPP retval -3 (No such FIB / VRF); " +
-				"add route 10.0.0.9/32 via 192.168.1.2: VPP retval -7 (Invalid value)"}},
-	}, {
-		name: "mixed-families-are-not-sent",
-		effs: []effects.Effect{effects.AddRoute{Dst: host(nbr4), Via: gw6, Gen: 12}},
-		results: []state.Action{state.RouteApplyFailed{Address: nbr4, Gen: 12,
-			Error: "add route 10.0.0.9/32 via fd00::1: gateway and destination are of different address families"}},
+		name:    "mixed-families-are-not-sent",
+		effs:    []effects.Effect{replace(host(nbr4), gw6, 12)},
+		results: []state.Action{failed(host(nbr4), 12, "replace route 10.0.0.9/32 via fd00::1: next hop fd00::1 is not in the prefix's address family")},
 	}, {
 		name: "other-effects-are-ignored",
 		effs: []effects.Effect{
@@ -185,46 +176,47 @@ func TestExecuteSendsExactMessages(t *testing.T) {
 		name: "one-failure-does-not-stop-the-others",
 		effs: []effects.Effect{
 			effects.AddPeer{Neighbor: &state.Neighbor{Address: nbr4}, Gen: 7},
-			effects.AddRoute{Dst: host(nbr4), Via: gw4, Gen: 7},
-			effects.AddRoute{Dst: host(nbr6), Via: gw6, Gen: 8},
+			replace(host(nbr4), gw4, 7),
+			replace(host(nbr6), gw6, 8),
 		},
 		retvals: []int32{invalidVal, 0},
-		want: []*ip.IPRouteAddDel{
-			wantMsg(addMsg, v4, wire10009, 32, nhIP4, wire19216811),
-			wantMsg(addMsg, v6, wireFd009, 128, nhIP6, wireFd001),
+		want: []*ip.IPRouteAddDelV2{
+			wantAdd(v4, wire10009, 32, nhIP4, wire19216811),
+			wantAdd(v6, wireFd009, 128, nhIP6, wireFd001),
 		},
 		results: []state.Action{
-			state.RouteApplyFailed{Address: nbr4, Gen: 7,
-				Error: "add route 10.0.0.9/32 via 192.168.1.1: VPP retval -7 (Invalid value)"},
-			state.RouteApplied{Address: nbr6, Gen: 8},
+			failed(host(nbr4), 7, "replace route 10.0.0.9/32 via 192.168.1.1: VPP retval -7 (Invalid value)"),
+			appliedOK(host(nbr6), 8),
 		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			vpp := newFakeVPP(t, tt.retvals...)
-			got := New(vpp.conn, nil).Execute(context.Background(), tt.effs)
+			vpp, e := tableExecutor(t, tt.retvals...)
+			got := e.Execute(context.Background(), tt.effs)
 			if diff := cmp.Diff(tt.want, vpp.messages(), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("messages sent to VPP (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.results, got, cmpopts.EquateEmpty(), cmp.Comparer(addrEqual)); diff != "" {
+			if diff := cmp.Diff(tt.results, got, cmpopts.EquateEmpty(), cmpNet); diff != "" {
 				t.Errorf("results (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func addrEqual(a, b netip.Addr) bool { return a == b }
+var cmpNet = cmp.Options{
+	cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+	cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+}
 
 func TestExecuteWithoutVPPSkips(t *testing.T) {
 	effs := []effects.Effect{
 		effects.AddPeer{Neighbor: &state.Neighbor{Address: nbr4}, Gen: 7},
-		effects.AddRoute{Dst: host(nbr4), Via: gw4, Gen: 7},
-		effects.DeleteRoute{Dst: host(nbr6), Via: gw6, Gen: 8},
-		effects.AddRoute{Dst: host(nbr6), Via: gw6, Gen: 8},
+		replace(host(nbr4), gw4, 7),
+		remove(host(nbr6), 8),
 	}
 	want := []state.Action{
-		state.RouteApplied{Address: nbr4, Gen: 7, Skipped: true},
-		state.RouteApplied{Address: nbr6, Gen: 8, Skipped: true},
+		state.TableRouteApplied{Prefix: host(nbr4), Gen: 7, Skipped: true},
+		state.TableRouteApplied{Prefix: host(nbr6), Gen: 8, Skipped: true},
 	}
 	tests := []struct {
 		name string
@@ -239,7 +231,7 @@ func TestExecuteWithoutVPPSkips(t *testing.T) {
 				t.Fatal("Enabled() = true without a connection")
 			}
 			got := tt.exec.Execute(context.Background(), effs)
-			if diff := cmp.Diff(want, got, cmp.Comparer(addrEqual)); diff != "" {
+			if diff := cmp.Diff(want, got, cmpNet); diff != "" {
 				t.Errorf("results (-want +got):\n%s", diff)
 			}
 			tt.exec.Close()
@@ -248,7 +240,7 @@ func TestExecuteWithoutVPPSkips(t *testing.T) {
 }
 
 func TestExecuteTransportFailures(t *testing.T) {
-	eff := []effects.Effect{effects.AddRoute{Dst: host(nbr4), Via: gw4, Gen: 7}}
+	eff := []effects.Effect{replace(host(nbr4), gw4, 7)}
 	tests := []struct {
 		name    string
 		prepare func(*fakeVPP) context.Context
@@ -260,28 +252,28 @@ func TestExecuteTransportFailures(t *testing.T) {
 			cancel()
 			return ctx
 		},
-		wantErr: "add route 10.0.0.9/32 via 192.168.1.1: context canceled",
+		wantErr: "replace route 10.0.0.9/32 via 192.168.1.1: context canceled",
 	}, {
 		name: "disconnected-vpp",
 		prepare: func(f *fakeVPP) context.Context {
 			f.conn.Disconnect()
 			return context.Background()
 		},
-		wantErr: "add route 10.0.0.9/32 via 192.168.1.1: not connected to VPP",
+		wantErr: "replace route 10.0.0.9/32 via 192.168.1.1: ",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			vpp := newFakeVPP(t)
-			got := New(vpp.conn, nil).Execute(tt.prepare(vpp), eff)
+			vpp, e := tableExecutor(t)
+			got := e.Execute(tt.prepare(vpp), eff)
 			if len(vpp.messages()) != 0 {
 				t.Errorf("sent %d messages, want none", len(vpp.messages()))
 			}
 			if len(got) != 1 {
 				t.Fatalf("got %d results, want 1: %v", len(got), got)
 			}
-			f, ok := got[0].(state.RouteApplyFailed)
-			if !ok || f.Address != nbr4 || f.Gen != 7 || !strings.HasPrefix(f.Error, tt.wantErr) {
-				t.Errorf("result = %#v, want RouteApplyFailed{10.0.0.9, 7} with error %q...", got[0], tt.wantErr)
+			f, ok := got[0].(state.TableRouteApplyFailed)
+			if !ok || f.Prefix != host(nbr4) || f.Gen != 7 || !strings.HasPrefix(f.Error, tt.wantErr) {
+				t.Errorf("result = %#v, want TableRouteApplyFailed{10.0.0.9/32, 7} with error %q...", got[0], tt.wantErr)
 			}
 		})
 	}
@@ -290,17 +282,16 @@ func TestExecuteTransportFailures(t *testing.T) {
 // TestExecuteConcurrently: the agent may run batches side by side; each
 // caller gets exactly its own results. Meant for -race.
 func TestExecuteConcurrently(t *testing.T) {
-	vpp := newFakeVPP(t)
-	exec := New(vpp.conn, nil)
+	vpp, exec := tableExecutor(t)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			gen := uint64(100 + i)
-			got := exec.Execute(context.Background(), []effects.Effect{effects.AddRoute{Dst: host(nbr4), Via: gw4, Gen: gen}})
-			want := []state.Action{state.RouteApplied{Address: nbr4, Gen: gen}}
-			if diff := cmp.Diff(want, got, cmp.Comparer(addrEqual)); diff != "" {
+			got := exec.Execute(context.Background(), []effects.Effect{replace(host(nbr4), gw4, gen)})
+			want := []state.Action{appliedOK(host(nbr4), gen)}
+			if diff := cmp.Diff(want, got, cmpNet); diff != "" {
 				t.Errorf("results (-want +got):\n%s", diff)
 			}
 		}()

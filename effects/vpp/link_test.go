@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.fd.io/govpp/adapter/mock"
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/fib"
 	"go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/codec"
@@ -28,7 +30,8 @@ type restartableVPP struct {
 	adapter *mock.VppAdapter
 	mu      sync.Mutex
 	down    bool
-	routes  []netip.Prefix // every ip_route_add_del received
+	source  bool           // our FIB source is registered
+	routes  []netip.Prefix // every ip_route_add_del_v2 of our source received
 	sent    chan struct{}  // closed and replaced on each
 }
 
@@ -42,8 +45,9 @@ func (v *restartableVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
 	v.mu.Lock()
 	down := v.down
 	v.mu.Unlock()
-	switch req.MsgName {
-	case "control_ping":
+	ping, _ := v.adapter.GetMsgID("control_ping", "") // the mock gives pings no name
+	switch {
+	case req.MsgID == ping:
 		if down {
 			return nil, 0, false // the mock's default reply: not a control_ping_reply
 		}
@@ -51,27 +55,59 @@ func (v *restartableVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
 		data, _ := v.adapter.ReplyBytes(req, r)
 		id, _ := v.adapter.GetMsgID(r.GetMessageName(), r.GetCrcString())
 		return data, id, true
-	case "ip_route_add_del":
-		msg := &ip.IPRouteAddDel{}
+	case req.MsgName == "fib_source_dump":
+		v.mu.Lock()
+		registered := v.source
+		v.mu.Unlock()
+		if !registered {
+			return nil, 0, false // no details: the stream ends with the ping's reply
+		}
+		return v.answer(req, &fib.FibSourceDetails{Src: fib.FibSource{ID: restartableSource, Priority: SourcePriority, Name: SourceName}})
+	case req.MsgName == "fib_source_add":
+		v.mu.Lock()
+		v.source = true
+		v.mu.Unlock()
+		return v.answer(req, &fib.FibSourceAddReply{ID: restartableSource})
+	case req.MsgName == "ip_route_add_del_v2":
+		msg := &ip.IPRouteAddDelV2{}
 		if err := codec.DefaultCodec.DecodeMsg(req.Data, msg); err != nil {
 			v.t.Errorf("decode: %v", err)
 		}
 		v.mu.Lock()
-		v.routes = append(v.routes, netip.MustParsePrefix(msg.Route.Prefix.String()))
-		close(v.sent)
-		v.sent = make(chan struct{})
+		var retval int32
+		if !v.source || msg.Route.Src != restartableSource {
+			retval = noSuchFIB // a route of a source this VPP does not know
+		} else {
+			v.routes = append(v.routes, netip.MustParsePrefix(msg.Route.Prefix.String()))
+			close(v.sent)
+			v.sent = make(chan struct{})
+		}
 		v.mu.Unlock()
-		r := &ip.IPRouteAddDelReply{}
-		data, _ := v.adapter.ReplyBytes(req, r)
-		id, _ := v.adapter.GetMsgID(r.GetMessageName(), r.GetCrcString())
-		return data, id, true
+		return v.answer(req, &ip.IPRouteAddDelV2Reply{Retval: retval})
 	}
 	return nil, 0, false
 }
 
+func (v *restartableVPP) answer(req mock.MessageDTO, r api.Message) ([]byte, uint16, bool) {
+	data, err := v.adapter.ReplyBytes(req, r)
+	if err != nil {
+		v.t.Errorf("encode %s: %v", r.GetMessageName(), err)
+		return nil, 0, false
+	}
+	id, _ := v.adapter.GetMsgID(r.GetMessageName(), r.GetCrcString())
+	return data, id, true
+}
+
+// restartableSource is the id VPP gives our FIB source.
+const restartableSource = 30
+
+// setDown stops or starts VPP; a stopped VPP forgets its FIB sources.
 func (v *restartableVPP) setDown(down bool) {
 	v.mu.Lock()
 	v.down = down
+	if down {
+		v.source = false
+	}
 	v.mu.Unlock()
 }
 
@@ -147,8 +183,9 @@ func (p *problems) waitFor(t *testing.T, what string, cond func() bool) {
 // interval and the backoff for the whole test binary): an Executor from Dial is not
 // connected until VPP answers (a problem meanwhile, no exit); once
 // connected, the problem is cleared and routes apply; when VPP goes away
-// there is a problem again, and when it is back every route it had is
-// sent again.
+// there is a problem again, and when it is back (having forgotten our FIB
+// source) the source is registered again and then every route it had is
+// sent again, under our source.
 func TestDialWaitsAndReplaysAfterRestart(t *testing.T) {
 	core.HealthCheckProbeInterval = 20 * time.Millisecond
 	minBackoff, maxBackoff, connectEvery = 10*time.Millisecond, 50*time.Millisecond, 10*time.Millisecond
@@ -167,16 +204,21 @@ func TestDialWaitsAndReplaysAfterRestart(t *testing.T) {
 	})
 
 	p.waitFor(t, "a problem while VPP is absent", func() bool { return len(p.last) == 1 })
-	res := e.Execute(context.Background(), []effects.Effect{effects.AddRoute{Dst: host(nbr4), Via: gw4, Gen: 7}})
-	if f, ok := res[0].(state.RouteApplyFailed); !ok || !strings.Contains(f.Error, "not connected to VPP") {
+	res := e.Execute(context.Background(), []effects.Effect{replace(host(nbr4), gw4, 7)})
+	if f, ok := res[0].(state.TableRouteApplyFailed); !ok || !strings.Contains(f.Error, "not connected to VPP") {
 		t.Fatalf("route while disconnected: %#v", res[0])
 	}
 
 	v.setDown(false)
 	p.waitFor(t, "the problem cleared once VPP answers", func() bool { return len(p.last) == 0 })
-	res = e.Execute(context.Background(), []effects.Effect{effects.AddRoute{Dst: host(nbr4), Via: gw4, Gen: 8}})
-	if _, ok := res[0].(state.RouteApplied); !ok {
-		t.Fatalf("route while connected: %#v", res[0])
+	var res2 []state.Action
+	waitUntil(t, "the FIB source registered", func() bool {
+		res2 = e.Execute(context.Background(), []effects.Effect{replace(host(nbr4), gw4, 8)})
+		_, ok := res2[0].(state.TableRouteApplied)
+		return ok
+	})
+	if len(res2) != 1 {
+		t.Fatalf("route while connected: %#v", res2)
 	}
 	if n := v.count(); n != 1 {
 		t.Fatalf("VPP got %d routes, want 1", n)
@@ -211,5 +253,17 @@ func TestDialWaitsAndReplaysAfterRestart(t *testing.T) {
 	}
 	if len(p.other) != 0 {
 		t.Errorf("replay failures dispatched: %v", p.other)
+	}
+}
+
+// waitUntil polls cond every 10 ms for at most 20 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // fakeVPP is govpp's mock adapter behind a real core.Connection, so the
 // tests see the bytes govpp really encodes. It decodes every
-// ip_route_add_del (and _v2) it receives and answers with the scripted
+// ip_route_add_del_v2 it receives and answers with the scripted
 // retvals, in order (0 once the script runs out); fib_source_add gets
 // the id sourceID; dumps are recorded and answered from queueDump.
 type fakeVPP struct {
@@ -24,7 +24,7 @@ type fakeVPP struct {
 	conn    *core.Connection
 
 	mu       sync.Mutex
-	sent     []*ip.IPRouteAddDel
+	sent     []*ip.IPRouteAddDelV2
 	requests []api.Message // every request but control_ping, in order
 	retvals  []int32
 	sourceID uint8
@@ -55,8 +55,6 @@ func (f *fakeVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
 	}
 	var msg api.Message
 	switch req.MsgName {
-	case "ip_route_add_del":
-		msg = &ip.IPRouteAddDel{}
 	case "ip_route_add_del_v2":
 		msg = &ip.IPRouteAddDelV2{}
 	case "fib_source_add":
@@ -75,8 +73,6 @@ func (f *fakeVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
 	}
 	var reply api.Message
 	switch msg := msg.(type) {
-	case *ip.IPRouteAddDel:
-		reply = &ip.IPRouteAddDelReply{Retval: f.record(msg)}
 	case *ip.IPRouteAddDelV2:
 		reply = &ip.IPRouteAddDelV2Reply{Retval: f.record(msg)}
 	case *fib.FibSourceAdd:
@@ -100,8 +96,8 @@ func (f *fakeVPP) record(msg api.Message) int32 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, msg)
-	if v1, ok := msg.(*ip.IPRouteAddDel); ok {
-		f.sent = append(f.sent, v1)
+	if m, ok := msg.(*ip.IPRouteAddDelV2); ok {
+		f.sent = append(f.sent, m)
 	}
 	if len(f.retvals) == 0 {
 		return 0
@@ -111,10 +107,11 @@ func (f *fakeVPP) record(msg api.Message) int32 {
 	return rv
 }
 
-func (f *fakeVPP) messages() []*ip.IPRouteAddDel {
+// messages are the ip_route_add_del_v2 requests, in order.
+func (f *fakeVPP) messages() []*ip.IPRouteAddDelV2 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]*ip.IPRouteAddDel(nil), f.sent...)
+	return append([]*ip.IPRouteAddDelV2(nil), f.sent...)
 }
 
 // requestsSent is every request but control_ping, in order.

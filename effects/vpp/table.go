@@ -98,6 +98,8 @@ func (e *Executor) ownSource() error {
 	switch {
 	case !e.Enabled():
 		return errors.New("no VPP connected")
+	case e.connection() == nil:
+		return errNotConnected
 	case e.source.Load() == 0:
 		return errNoSource
 	}

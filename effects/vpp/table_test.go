@@ -149,7 +149,7 @@ func TestListOwnDumps(t *testing.T) {
 }
 
 // TestWithoutSource: with no source registered nothing is sent and the
-// table's routes fail (the reachableBy routes are unaffected).
+// table's routes fail.
 func TestWithoutSource(t *testing.T) {
 	f := newFakeVPP(t)
 	e := New(f.conn, nil)
@@ -162,37 +162,6 @@ func TestWithoutSource(t *testing.T) {
 	}
 	if n := len(f.requestsSent()); n != 0 {
 		t.Errorf("%d messages sent, want none", n)
-	}
-}
-
-// TestExecuteBoth: reachableBy results first, then the table's, one per
-// (prefix, generation); disabled, every table route is skipped.
-func TestExecuteBoth(t *testing.T) {
-	effs := []effects.Effect{
-		effects.ReplaceRoute{Route: tr("10.244.2.0/26 via 10.0.0.2"), Gen: 3},
-		effects.AddRoute{Dst: netip.MustParsePrefix("192.0.2.7/32"), Via: netip.MustParseAddr("10.0.0.2"), Gen: 6},
-		effects.RemoveRoute{Prefix: netip.MustParsePrefix("10.244.4.0/26"), Gen: 5},
-	}
-	_, e := tableExecutor(t)
-	got := e.Execute(context.Background(), effs)
-	want := []state.Action{
-		state.RouteApplied{Address: netip.MustParseAddr("192.0.2.7"), Gen: 6},
-		state.TableRouteApplied{Prefix: netip.MustParsePrefix("10.244.2.0/26"), Gen: 3},
-		state.TableRouteApplied{Prefix: netip.MustParsePrefix("10.244.4.0/26"), Gen: 5},
-	}
-	cmpAddr := cmp.Comparer(func(a, b netip.Addr) bool { return a == b })
-	cmpPrefix := cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })
-	if diff := cmp.Diff(want, got, cmpAddr, cmpPrefix); diff != "" {
-		t.Errorf("Execute (-want +got):\n%s", diff)
-	}
-	got = Disabled(nil).Execute(context.Background(), effs)
-	want = []state.Action{
-		state.RouteApplied{Address: netip.MustParseAddr("192.0.2.7"), Gen: 6, Skipped: true},
-		state.TableRouteApplied{Prefix: netip.MustParsePrefix("10.244.2.0/26"), Gen: 3, Skipped: true},
-		state.TableRouteApplied{Prefix: netip.MustParsePrefix("10.244.4.0/26"), Gen: 5, Skipped: true},
-	}
-	if diff := cmp.Diff(want, got, cmpAddr, cmpPrefix); diff != "" {
-		t.Errorf("Disabled Execute (-want +got):\n%s", diff)
 	}
 }
 
