@@ -8,8 +8,7 @@ import (
 
 // Executor carries out effects and reports what happened as Actions: for
 // each neighbor address and generation, exactly one PeerApplied or
-// PeerApplyFailed (RouteApplied or RouteApplyFailed for reachableBy
-// routes); for each route table prefix and generation, one
+// PeerApplyFailed; for each route table prefix and generation, one
 // TableRouteApplied or TableRouteApplyFailed; ServerApplied or
 // ServerApplyFailed for server effects. A failure on one neighbor or
 // route never stops the others. Implementations: effects/gobgp,

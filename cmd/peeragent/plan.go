@@ -134,44 +134,31 @@ func PlanWithLearned(node string, opts state.Options, acts []state.Action, learn
 	return p
 }
 
-// planRoutes lists the desired routes of the table and the reachableBy
-// routes of the active neighbors (a learned route for the same prefix is
-// not installed, docs/routes.md §9.2), sorted by prefix.
+// planRoutes lists the desired routes of the table, sorted by prefix: the
+// own-block drop routes, the neighbors' reachableBy routes and the learned
+// routes (docs/routes.md §9.2, §9.3, §9.7 rule 3). The table is keyed by
+// prefix, so each prefix has one route.
 func planRoutes(s state.State) []PlanRoute {
-	type entry struct {
-		p netip.Prefix
-		r PlanRoute
-	}
-	var es []entry
+	var es []*state.TableRoute
 	s.Out.Routes.Range(func(_ string, r *state.TableRoute) bool {
 		if r.Wanted() {
-			pr := PlanRoute{Prefix: r.Prefix.String(), Drop: r.Drop, Via: []string{}, Origin: r.Origin}
-			for _, v := range r.Via {
-				pr.Via = append(pr.Via, v.String())
-			}
-			es = append(es, entry{r.Prefix, pr})
+			es = append(es, r)
 		}
 		return true
 	})
-	s.Out.Neighbors.Range(func(_ string, n *state.Neighbor) bool {
-		if n.Active() && n.ReachableBy.IsValid() {
-			pfx := netip.PrefixFrom(n.Address, n.Address.BitLen())
-			es = append(es, entry{pfx, PlanRoute{Prefix: pfx.String(), Via: []string{n.ReachableBy.String()}, Origin: n.Origin}})
-		}
-		return true
-	})
-	slices.SortStableFunc(es, func(a, b entry) int {
-		if c := a.p.Addr().Compare(b.p.Addr()); c != 0 {
+	slices.SortFunc(es, func(a, b *state.TableRoute) int {
+		if c := a.Prefix.Addr().Compare(b.Prefix.Addr()); c != 0 {
 			return c
 		}
-		return a.p.Bits() - b.p.Bits()
+		return a.Prefix.Bits() - b.Prefix.Bits()
 	})
 	out := []PlanRoute{}
-	for i, e := range es {
-		if i > 0 && es[i-1].p == e.p {
-			continue // one route a prefix: the table's, listed first
+	for _, r := range es {
+		pr := PlanRoute{Prefix: r.Prefix.String(), Drop: r.Drop, Via: []string{}, Origin: r.Origin}
+		for _, v := range r.Via {
+			pr.Via = append(pr.Via, v.String())
 		}
-		out = append(out, e.r)
+		out = append(out, pr)
 	}
 	return out
 }

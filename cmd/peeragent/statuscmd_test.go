@@ -14,6 +14,7 @@ import (
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/effects/vpp"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -36,7 +37,7 @@ func (statusSpeaker) Inspect(_ context.Context, addr netip.Addr, advertised bool
 func startStatusAgent(t *testing.T) string {
 	t.Helper()
 	loop := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: statusSpeaker{},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		VPP: vpp.Disabled(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { loop.Run(ctx); close(done) }()
@@ -50,7 +51,8 @@ func startStatusAgent(t *testing.T) string {
 		state.SourceSynced{Kind: state.KindBlockAffinity},
 		state.SourceSynced{Kind: state.KindIPPool},
 		state.SourceSynced{Kind: state.KindPod},
-		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{{Name: "tor", PeerIP: "127.0.0.10", ASNumber: 65010}}},
+		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{{Name: "tor", PeerIP: "127.0.0.10", ASNumber: 65010, ReachableBy: "127.0.0.254"}}},
+		state.RoutesListed{Dataplane: "none"},
 	} {
 		loop.Dispatch(a)
 	}
@@ -79,7 +81,7 @@ func TestStatusForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(st.Neighbors) != 1 || st.Neighbors[0].Address != "127.0.0.10" || st.Neighbors[0].Origin != "bgppeer/tor" ||
-		st.Neighbors[0].Phase != "configured" || st.Problems == nil {
+		st.Neighbors[0].Phase != "configured" || st.Neighbors[0].Route != "skipped" || st.Problems == nil {
 		t.Errorf("status -o json: %+v", st)
 	}
 	if n := st.Neighbors; len(n) != 1 || n[0].Advertised == nil || *n[0].Advertised != 7 || n[0].Received == nil || *n[0].Received != 3 {
@@ -96,7 +98,8 @@ func TestStatusForms(t *testing.T) {
 	}
 	text := run("127.0.0.10")
 	for _, want := range []string{"neighbor 127.0.0.10: AS 65010", "hold 90s (negotiated -), keepalive 30s",
-		"local: route-refresh, multi-protocol ipv4-unicast", "received 3, accepted 2, advertised 7", "phase         configured"} {
+		"local: route-refresh, multi-protocol ipv4-unicast", "received 3, accepted 2, advertised 7", "phase         configured",
+		"route         127.0.0.10/32 via 127.0.0.254, skipped"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("status ADDRESS lacks %q:\n%s", want, text)
 		}

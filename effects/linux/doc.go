@@ -23,8 +23,7 @@
 //   - Errors are wrapped once, with the route:
 //     "replace route 10.244.2.0/26 via 10.0.0.9: network is unreachable".
 //   - Execute reports one TableRouteApplied or TableRouteApplyFailed per
-//     (prefix, generation) of the route-replace and route-remove effects;
-//     reachableBy routes (add-route, delete-route) are VPP's and are
-//     reported as RouteApplied{Skipped: true} until they join the table
-//     (docs/routes.md §9.7 rule 3).
+//     (prefix, generation) of the route-replace and route-remove effects,
+//     the neighbors' reachableBy routes included (docs/routes.md §9.7
+//     rule 3).
 package linux
