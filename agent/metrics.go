@@ -93,7 +93,15 @@ var (
 	neighborsDesc = prometheus.NewDesc("peeragent_neighbors", "Neighbors by lifecycle phase.", []string{"phase"}, nil)
 	problemsDesc  = prometheus.NewDesc("peeragent_problems", "Current problems, by object kind.", []string{"kind"}, nil)
 	neighborsSum  = prometheus.NewDesc("peeragent_desired_neighbors", "Neighbors this node must have (held back ones included).", nil, nil)
+	tableDesc     = prometheus.NewDesc("peeragent_route_table_entries",
+		"Route table entries (docs/routes.md §9.7) by phase of their dataplane call.", []string{"phase"}, nil)
+	repairsDesc = prometheus.NewDesc("peeragent_route_repairs_total",
+		"Routes a rescan found missing, different or unknown in the dataplane, applied or removed again (docs/routes.md §9.7 rule 6).", nil, nil)
 )
+
+// tablePhases are the values of peeragent_route_table_entries' phase label.
+var tablePhases = []state.RoutePhase{state.RoutePhasePending, state.RoutePhaseApplied, state.RoutePhaseFailed,
+	state.RoutePhaseSkipped, state.RoutePhaseAdopted, state.RoutePhaseHeld}
 
 type stateCollector struct{ current func() state.State }
 
@@ -101,6 +109,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- neighborsDesc
 	ch <- problemsDesc
 	ch <- neighborsSum
+	ch <- tableDesc
+	ch <- repairsDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -125,6 +135,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, v := range kinds {
 		ch <- prometheus.MustNewConstMetric(problemsDesc, prometheus.GaugeValue, v, k)
 	}
+	entries := map[state.RoutePhase]float64{}
+	s.Out.Routes.Range(func(_ string, r *state.TableRoute) bool {
+		entries[r.Phase]++
+		return true
+	})
+	for _, p := range tablePhases {
+		ch <- prometheus.MustNewConstMetric(tableDesc, prometheus.GaugeValue, entries[p], string(p))
+	}
+	ch <- prometheus.MustNewConstMetric(repairsDesc, prometheus.CounterValue, float64(s.Routing.Repairs))
 }
 
 func problemKind(object string) string {
@@ -147,6 +166,7 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 	}
 	table := map[tableKey]string{}
 	paths := map[tableKey]string{} // own path calls (docs/routes.md §10)
+	rescans := map[uint64]string{} // docs/routes.md §9.7 rule 6
 	server := ""
 	for _, r := range results {
 		switch r := r.(type) {
@@ -170,6 +190,11 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 			server = "applied"
 		case state.ServerApplyFailed:
 			server = "failed"
+		case state.RoutesRescanned:
+			rescans[r.Seq] = "applied"
+			if r.Error != "" {
+				rescans[r.Seq] = "failed"
+			}
 		}
 	}
 	for _, e := range effs {
@@ -184,6 +209,8 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 			res = table[tableKey{routePrefix(e), ref.Gen}]
 		case k == effects.KindAddPath || k == effects.KindDeletePath:
 			res = paths[tableKey{routePrefix(e), ref.Gen}]
+		case k == effects.KindRescanRoutes:
+			res = rescans[e.(effects.RescanRoutes).Seq]
 		case k.Speaker():
 			res = server
 		}

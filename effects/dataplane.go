@@ -36,6 +36,16 @@ func (e RemoveRoute) String() string {
 	return fmt.Sprintf("route-remove %s gen=%d", e.Prefix, e.Gen)
 }
 
+// RescanRoutes lists the dataplane's own routes again, as the rescan Seq
+// (docs/routes.md §9.7 rule 6); its result is a RoutesRescanned.
+type RescanRoutes struct {
+	Seq uint64
+}
+
+func (e RescanRoutes) String() string    { return fmt.Sprintf("route-rescan seq=%d", e.Seq) }
+func (RescanRoutes) Address() netip.Addr { return netip.Addr{} }
+func (RescanRoutes) Ref() Ref            { return Ref{Kind: KindRescanRoutes} }
+
 func (ReplaceRoute) Address() netip.Addr { return netip.Addr{} }
 func (RemoveRoute) Address() netip.Addr  { return netip.Addr{} }
 func (e ReplaceRoute) Ref() Ref          { return Ref{Kind: KindReplaceRoute, Gen: e.Gen} }
@@ -67,16 +77,22 @@ type routeKey struct {
 // ApplyRoutes carries out the ReplaceRoute and RemoveRoute effects of effs
 // on dp, in order, and returns one TableRouteApplied or
 // TableRouteApplyFailed per (prefix, generation), in the order they first
-// appear; other effects are ignored. A failure never stops the other
-// routes. A nil dp (--dataplane none) applies nothing and reports every
-// route as skipped.
+// appear, then one RoutesRescanned per RescanRoutes (listed at its place
+// among the calls); other effects are ignored. A failure never stops the
+// other routes. A nil dp (--dataplane none) applies nothing and reports
+// every route as skipped.
 func ApplyRoutes(ctx context.Context, dp Dataplane, effs []Effect) []state.Action {
 	var order []routeKey
+	var rescans []state.Action
 	failures := map[routeKey][]string{}
 	for _, e := range effs {
 		var k routeKey
 		var err error
 		switch e := e.(type) {
+		case RescanRoutes:
+			l := ListRoutes(ctx, dp)
+			rescans = append(rescans, state.RoutesRescanned{Seq: e.Seq, Dataplane: l.Dataplane, Routes: l.Routes, Error: l.Error})
+			continue
 		case ReplaceRoute:
 			k = routeKey{e.Route.Prefix, e.Gen}
 			if dp != nil {
@@ -106,7 +122,7 @@ func ApplyRoutes(ctx context.Context, dp Dataplane, effs []Effect) []state.Actio
 		}
 		out = append(out, state.TableRouteApplied{Prefix: k.prefix, Gen: k.gen, Skipped: dp == nil})
 	}
-	return out
+	return append(out, rescans...)
 }
 
 // ListRoutes is the start-up fact of docs/routes.md §9.6: dp's own routes,

@@ -30,6 +30,7 @@ const (
 	KindResetOut
 	KindWatchServices
 	KindUnwatchServices
+	KindRescanRoutes
 )
 
 var kindNames = [...]string{
@@ -40,6 +41,7 @@ var kindNames = [...]string{
 	KindReplaceRoute: "route-replace", KindRemoveRoute: "route-remove",
 	KindAddPath: "add-path", KindDeletePath: "delete-path", KindSetAdd: "set-add", KindSetDel: "set-del",
 	KindResetOut: "reset-out", KindWatchServices: "watch-services", KindUnwatchServices: "unwatch-services",
+	KindRescanRoutes: "route-rescan",
 }
 
 // Kinds lists every kind, in declaration order.
@@ -90,9 +92,10 @@ func (k Kind) Watch() bool {
 }
 
 // Dataplane reports whether the dataplane executor (vpp, linux or none)
-// carries out the kind: the route table's entries (docs/routes.md §9.7).
+// carries out the kind: the route table's entries and the rescans
+// (docs/routes.md §9.7).
 func (k Kind) Dataplane() bool {
-	return k == KindReplaceRoute || k == KindRemoveRoute
+	return k == KindReplaceRoute || k == KindRemoveRoute || k == KindRescanRoutes
 }
 
 // Peer reports whether the kind's result is a PeerApplied or

@@ -20,6 +20,7 @@ func oneOfEach() []Effect {
 		SetPolicy{Addr: a, Gen: 4}, DeletePolicy{Addr: a, Gen: 5},
 		ReplaceRoute{Route: state.Route{Prefix: netip.MustParsePrefix("10.244.2.0/26"), Via: []netip.Addr{a}}, Gen: 8},
 		RemoveRoute{Prefix: netip.MustParsePrefix("10.244.2.0/26"), Gen: 9},
+		RescanRoutes{Seq: 10},
 		AddPath{Path: &state.Path{Prefix: netip.MustParsePrefix("10.244.1.0/26"), NextHop: a}},
 		DeletePath{Prefix: netip.MustParsePrefix("10.244.1.0/26")},
 		SetAdd{Member: state.SetMember{Set: "peeragent-own-v4", Prefix: netip.MustParsePrefix("10.244.1.0/26"), Min: 26, Max: 32}},
@@ -74,7 +75,7 @@ func TestKindText(t *testing.T) {
 
 func TestGroup(t *testing.T) {
 	speaker, vpp, watches := Group(oneOfEach())
-	if len(speaker) != 13 || len(vpp) != 2 || len(watches) != 4 {
-		t.Errorf("Group: %d speaker, %d dataplane, %d watches; want 13, 2, 4", len(speaker), len(vpp), len(watches))
+	if len(speaker) != 13 || len(vpp) != 3 || len(watches) != 4 {
+		t.Errorf("Group: %d speaker, %d dataplane, %d watches; want 13, 3, 4", len(speaker), len(vpp), len(watches))
 	}
 }

@@ -8,13 +8,23 @@ import (
 // routeEffects are the dataplane calls from prev to next (docs/routes.md
 // §10): one route-replace or route-remove per route table entry whose
 // call is due (phase pending) under a new generation or a retry, at most
-// one per prefix, in prefix order. Nothing before the gating sources and
-// the dataplane listing are in; then every entry that is due, once
-// (adopted routes cost no call, docs/routes.md §9.6 rule 2).
+// one per prefix, in prefix order, then a route-rescan when one was asked
+// (§9.7 rule 6). Nothing before the gating sources and the dataplane
+// listing are in; then every entry that is due, once (adopted routes cost
+// no call, docs/routes.md §9.6 rule 2).
 func routeEffects(prev, next state.State) []Effect {
 	if !next.RoutesReady() {
 		return nil
 	}
+	out := tableEffects(prev, next)
+	if next.Routing.Rescan > prev.Routing.Rescan { // after this step's calls (docs/routes.md §9.7 rule 6)
+		out = append(out, RescanRoutes{Seq: next.Routing.Rescan})
+	}
+	return out
+}
+
+// tableEffects are the calls of the entries that are due.
+func tableEffects(prev, next state.State) []Effect {
 	var out []Effect
 	emit := func(e *state.TableRoute) {
 		if e.Wanted() {

@@ -168,6 +168,8 @@ func Describe(a state.Action) string {
 		id = fmt.Sprintf("%s %s gen=%d", a.Neighbor, a.Family, a.Gen)
 	case state.Tick:
 		id = a.At.UTC().Format(time.RFC3339)
+	case state.RoutesRescanned:
+		id = fmt.Sprintf("seq=%d %s", a.Seq, a.Dataplane)
 	case state.SessionStateChanged:
 		id = fmt.Sprintf("%s %s", a.Address, a.State)
 	case state.InputProblemsReported:

@@ -67,6 +67,10 @@ func Reduce(s state.State, a state.Action) state.State {
 		t.tick(a)
 	case state.RoutesListed:
 		t.routesListed(a)
+	case state.RescanDue:
+		t.rescanDue()
+	case state.RoutesRescanned:
+		t.routesRescanned(a)
 	default:
 		return reduceResult(s, a)
 	}

@@ -142,6 +142,15 @@ type Routing struct {
 	// EOR lists "ADDRESS FAMILY" of the End-of-RIBs received by this
 	// speaker generation, sorted.
 	EOR []string `json:"eor,omitempty"`
+	// Rescan counts the rescans asked of the dataplane (§9.7 rule 6),
+	// Rescanned the last one whose listing arrived; one at a time.
+	Rescan    uint64 `json:"rescan,omitempty"`
+	Rescanned uint64 `json:"rescanned,omitempty"`
+	// RescanError is why the last rescan's listing failed.
+	RescanError string `json:"rescanError,omitempty"`
+	// Repairs counts the routes a rescan found missing, different or
+	// unknown in the dataplane, and that were applied or removed again.
+	Repairs uint64 `json:"repairs,omitempty"`
 }
 
 // HasEOR reports whether End-of-RIB from addr for family was received.

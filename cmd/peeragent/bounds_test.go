@@ -23,6 +23,14 @@ func TestRunFlagBounds(t *testing.T) {
 		{"max-paths-fine", []string{"--node=n", "--max-paths=4"}, ""},
 		{"settle-negative", []string{"--node=n", "--route-settle-max=-1s"}, "want a positive duration"},
 		{"settle-fine", []string{"--node=n", "--route-settle-max=30s"}, ""},
+		{"rescan-negative", []string{"--node=n", "--route-rescan=-1s"}, "--route-rescan -1s: want a positive duration, or 0 for never"},
+		{"rescan-never", []string{"--node=n", "--route-rescan=0"}, ""},
+		{"kernel-protocol-bird", []string{"--node=n", "--kernel-route-protocol=12"}, "--kernel-route-protocol 12: want 5 to 255"},
+		{"kernel-protocol-felix", []string{"--node=n", "--kernel-route-protocol=80"}, "not a protocol another daemon uses"},
+		{"kernel-protocol-frr", []string{"--node=n", "--kernel-route-protocol=188"}, "FRR 186-197"},
+		{"kernel-protocol-static", []string{"--node=n", "--kernel-route-protocol=4"}, "want 5 to 255"},
+		{"kernel-protocol-fine", []string{"--node=n", "--kernel-route-protocol=202"}, ""},
+		{"kernel-metric-zero", []string{"--node=n", "--kernel-route-metric=0"}, "want 1 or more"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,6 +49,9 @@ func TestRunFlagBounds(t *testing.T) {
 	}
 	if o := f.opts(); o.MaxPaths != 16 || o.RouteSettleMax.Duration != 240*time.Second {
 		t.Errorf("route option defaults: max paths %d, settle max %v", o.MaxPaths, o.RouteSettleMax)
+	}
+	if f.rescan != 30*time.Second || f.kernelProtocol != 201 || f.kernelMetric != 1024 {
+		t.Errorf("dataplane defaults: rescan %v, kernel protocol %d, metric %d", f.rescan, f.kernelProtocol, f.kernelMetric)
 	}
 	f, err = parseRunFlags([]string{"--node=n", "--max-paths=4", "--route-settle-max=30s"}, io.Discard)
 	if err != nil {

@@ -23,7 +23,7 @@ func TestDataplaneFlag(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			exec, dp, closeDP, err := newDataplane(context.Background(), tt.dataplane, tt.socket, slog.New(slog.DiscardHandler))
+			exec, dp, closeDP, err := newDataplane(context.Background(), &runFlags{dataplane: tt.dataplane, vppSocket: tt.socket}, slog.New(slog.DiscardHandler))
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)

@@ -45,6 +45,8 @@ type runFlags struct {
 	listen                                                                 stringList
 	dataplane                                                              string
 	journal                                                                int
+	rescan                                                                 time.Duration
+	kernelProtocol, kernelMetric                                           int
 	opts                                                                   func() state.Options
 	operFlags
 }
@@ -60,6 +62,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9179", "address of the loopback HTTP endpoints (/state, /actions, /healthz, /readyz, /metrics, /neighbors/ADDRESS, /fsm)")
 	fs.StringVar(&f.vppSocket, "vpp-socket", "", "VPP binary-API socket; empty: no VPP, routes are recorded as skipped")
 	fs.StringVar(&f.dataplane, "dataplane", "", "where routes are installed: vpp, linux (kernel main table, protocol 201, metric 1024) or none (recorded as skipped); default vpp with --vpp-socket, else none")
+	fs.IntVar(&f.kernelProtocol, "kernel-route-protocol", linux.DefaultProtocol, "with --dataplane linux: the routing protocol number that marks this agent's kernel routes (not BIRD's 12, FRR's 186-197, Felix's 80)")
+	fs.IntVar(&f.kernelMetric, "kernel-route-metric", linux.DefaultMetric, "with --dataplane linux: the metric of this agent's kernel routes")
+	fs.DurationVar(&f.rescan, "route-rescan", 30*time.Second, "how often the dataplane's own routes are listed again and compared with the route table, to put back what someone else removed, changed or added under this agent's protocol or FIB source; 0: never")
 	fs.Var(&f.listen, "bgp-listen-address", "address the BGP speaker listens on (repeatable; default all addresses)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.journal, "journal-size", 1000, "number of recent actions kept for /actions")
@@ -77,6 +82,16 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	if !slices.Contains([]string{"", "vpp", "linux", "none"}, f.dataplane) {
 		return nil, fmt.Errorf("--dataplane %q: want vpp, linux or none", f.dataplane)
+	}
+	if f.kernelProtocol < 1 || f.kernelProtocol > 255 || f.kernelProtocol == 12 || f.kernelProtocol == 80 ||
+		(f.kernelProtocol >= 186 && f.kernelProtocol <= 197) || f.kernelProtocol <= 4 {
+		return nil, fmt.Errorf("--kernel-route-protocol %d: want 5 to 255, not a protocol another daemon uses (BIRD 12, Felix 80, FRR 186-197)", f.kernelProtocol)
+	}
+	if f.kernelMetric < 1 {
+		return nil, fmt.Errorf("--kernel-route-metric %d: want 1 or more", f.kernelMetric)
+	}
+	if f.rescan < 0 {
+		return nil, fmt.Errorf("--route-rescan %s: want a positive duration, or 0 for never", f.rescan)
 	}
 	if f.journal < 1 || f.journal > maxJournal {
 		return nil, fmt.Errorf("--journal-size %d: want 1 to %d", f.journal, maxJournal)
@@ -120,7 +135,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI, Report: func(a state.Action) { loop.Dispatch(a) }})
 	follow := newLevelFollower(f.flagLevel(), f.level, speaker.SetGoBGPLevel, log)
 	defer speaker.Close()
-	dpExec, dp, closeDP, err := newDataplane(ctx, f.dataplane, f.vppSocket, log)
+	dpExec, dp, closeDP, err := newDataplane(ctx, f, log)
 	if err != nil {
 		return err
 	}
@@ -157,6 +172,9 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	ticker := time.NewTicker(tickEvery)
 	defer ticker.Stop()
 	go clock.run(ctx, ticker.C, loop.Dispatch) // time enters as Tick (docs/routes.md §9.6)
+	if dp != nil && f.rescan > 0 {
+		go rescanEvery(ctx, f.rescan, loop.Dispatch) // docs/routes.md §9.7 rule 6
+	}
 	go func() {
 		if err := src.Run(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
 			log.Error("source ended", "error", err)
@@ -184,7 +202,8 @@ func sourceName(f *runFlags) string {
 
 // newDataplane is the executor of --dataplane (docs/routes.md §9.7) and
 // the Dataplane it lists its own routes from (nil for none).
-func newDataplane(ctx context.Context, name, socket string, log *slog.Logger) (effects.Executor, effects.Dataplane, func(), error) {
+func newDataplane(ctx context.Context, f *runFlags, log *slog.Logger) (effects.Executor, effects.Dataplane, func(), error) {
+	name, socket := f.dataplane, f.vppSocket
 	if name == "" {
 		name = "none"
 		if socket != "" {
@@ -195,7 +214,7 @@ func newDataplane(ctx context.Context, name, socket string, log *slog.Logger) (e
 	case "none":
 		return vpp.Disabled(log), nil, func() {}, nil
 	case "linux":
-		e := linux.New(nil, linux.Options{Logger: log})
+		e := linux.New(nil, linux.Options{Protocol: f.kernelProtocol, Metric: f.kernelMetric, Logger: log})
 		return e, e, func() {}, nil
 	case "vpp":
 		if socket == "" {

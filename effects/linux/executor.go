@@ -168,6 +168,7 @@ func (e *Executor) ListOwn(ctx context.Context) ([]state.Route, error) {
 		return nil, fmt.Errorf("list routes of protocol %s: %w", e.protocol, err)
 	}
 	var out []state.Route
+	owned := map[netip.Prefix]bool{}
 	for _, kr := range krs {
 		if kr.Priority != e.metric {
 			continue
@@ -177,9 +178,16 @@ func (e *Executor) ListOwn(ctx context.Context) ([]state.Route, error) {
 			e.log.Warn("own kernel route of an unknown form left out of the list", "route", kr.String())
 			continue
 		}
-		e.setOwned(r.Prefix, true)
+		owned[r.Prefix.Masked()] = true
 		out = append(out, r)
 	}
+	// The listing is what the kernel has: a route someone else removed or
+	// took over under its own protocol is no longer owned, so the next
+	// Replace adds exclusively and never overwrites another protocol's
+	// route (docs/routes.md §9.7 rules 2 and 6).
+	e.mu.Lock()
+	e.owned = owned
+	e.mu.Unlock()
 	return out, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -291,4 +292,40 @@ func ipNet(s string) *net.IPNet {
 		panic(err)
 	}
 	return n
+}
+
+// TestRescanForgetsWhatWasTakenOver: a rescan (docs/routes.md §9.7 rule
+// 6) lists what the kernel has and makes it what the executor owns. A
+// route of ours someone deleted and replaced with a proto-80 route of the
+// same key is no longer ours after the rescan: the next Replace refuses
+// it rather than overwrite the other protocol's route (rule 2).
+func TestRescanForgetsWhatWasTakenOver(t *testing.T) {
+	n := newNS(t)
+	e := New(n.h, Options{})
+	ctx := context.Background()
+	p := netip.MustParsePrefix("10.244.7.0/26")
+	if err := e.Replace(ctx, route("10.244.7.0/26 via 10.0.0.2")); err != nil {
+		t.Fatalf("Replace: %v", err)
+	}
+	if err := n.h.RouteDel(&netlink.Route{Dst: ipNet(p.String()), Protocol: DefaultProtocol, Priority: DefaultMetric,
+		Table: unix.RT_TABLE_MAIN}); err != nil {
+		t.Fatalf("delete our route behind the executor's back: %v", err)
+	}
+	felix := &netlink.Route{Dst: ipNet(p.String()), Gw: net.ParseIP("10.0.0.5"), Protocol: 80,
+		Priority: DefaultMetric, Table: unix.RT_TABLE_MAIN}
+	if err := n.h.RouteAdd(felix); err != nil {
+		t.Fatalf("add the foreign route: %v", err)
+	}
+	res := e.Execute(ctx, []effects.Effect{effects.RescanRoutes{Seq: 4}})
+	want := []state.Action{state.RoutesRescanned{Seq: 4, Dataplane: "linux"}}
+	if diff := cmp.Diff(want, res, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("rescan (-want +got):\n%s", diff)
+	}
+	err := e.Replace(ctx, route("10.244.7.0/26 via 10.0.0.2"))
+	if err == nil || !strings.Contains(err.Error(), "belongs to protocol 80") {
+		t.Errorf("Replace after the rescan: %v, want a refusal naming protocol 80", err)
+	}
+	if diff := cmp.Diff([]string{"proto 80 metric 1024 table 254 unicast via 10.0.0.5"}, heldAt(t, n, p.String())); diff != "" {
+		t.Errorf("the kernel holds (-want +got):\n%s", diff)
+	}
 }
