@@ -98,6 +98,9 @@ func (g *gen) action(s state.State) state.Action {
 	if g.chance(8) {
 		return g.bestPaths(s)
 	}
+	if g.results && g.chance(4) {
+		return g.rescan(s)
+	}
 	switch g.c.IntN(30) {
 	case 0, 1, 2:
 		return state.NodeUpserted{Node: g.node(g.nodeName())}
@@ -149,6 +152,38 @@ func (g *gen) action(s state.State) state.Action {
 	default:
 		return state.NodeUpserted{Node: g.node(g.nodeName())}
 	}
+}
+
+// rescan is a rescan's timer or its listing (docs/routes.md §9.7 rule
+// 6): mostly the table's routes, some missing or changed, a stray one,
+// sometimes for a stale rescan or a failed listing.
+func (g *gen) rescan(s state.State) state.Action {
+	if g.chance(40) {
+		return state.RescanDue{}
+	}
+	a := state.RoutesRescanned{Seq: s.Routing.Rescan, Dataplane: g.pick("linux", "linux", "vpp", "none")}
+	if g.chance(15) {
+		a.Seq += uint64(g.c.IntN(3)) - 1
+	}
+	if g.chance(10) {
+		a.Error = "dump interrupted"
+		return a
+	}
+	s.Out.Routes.Range(func(_ string, r *state.TableRoute) bool {
+		t := r.Target()
+		switch {
+		case t == nil || g.chance(10):
+		case g.chance(10):
+			a.Routes = append(a.Routes, state.Route{Prefix: t.Prefix, Via: []netip.Addr{netip.MustParseAddr("10.0.0.99")}})
+		default:
+			a.Routes = append(a.Routes, *t)
+		}
+		return true
+	})
+	if g.chance(30) {
+		a.Routes = append(a.Routes, state.Route{Prefix: netip.MustParsePrefix("10.99.0.0/24"), Drop: true})
+	}
+	return a
 }
 
 func (g *gen) node(name string) state.Node {
