@@ -25,9 +25,9 @@ func (t *tx) rescanDue() {
 
 // routesRescanned compares the listing of the current rescan with the
 // table. Only entries at rest are compared: applied or adopted ones must
-// be listed as they are (else they are applied again), held ones follow
-// the listing; an entry with a call due or failed is in flux and left
-// alone. A listed route the table does not know is removed (held until
+// be listed as they are (else they are applied again; in VPP, listed at
+// all), held ones follow the listing; an entry with a call due or failed
+// is in flux and left alone. A listed route the table does not know is removed (held until
 // settled, if a new speaker unsettled the table meanwhile).
 func (t *tx) routesRescanned(a state.RoutesRescanned) {
 	r := &t.s.Routing
@@ -39,6 +39,10 @@ func (t *tx) routesRescanned(a state.RoutesRescanned) {
 	if a.Error != "" || a.Dataplane == "none" || !t.s.RoutesReady() {
 		return
 	}
+	// VPP lists an entry by its best source's paths: where a stronger
+	// source (the CNI's API routes) has the prefix too, those are listed,
+	// so only presence can be compared there (docs/routes.md §9.7).
+	exact := a.Dataplane != "vpp"
 	listed := make(map[string]state.Route, len(a.Routes))
 	for _, x := range a.Routes {
 		x = state.NormalRoute(x)
@@ -49,13 +53,13 @@ func (t *tx) routesRescanned(a state.RoutesRescanned) {
 		delete(listed, k)
 		switch {
 		case (e.Phase == state.RoutePhaseApplied || e.Phase == state.RoutePhaseAdopted) && e.Wanted():
-			if !ok || !state.SameRoute(&l, e.Target()) {
+			if !ok || (exact && !state.SameRoute(&l, e.Target())) {
 				t.repair(k, e)
 			}
 		case e.Phase == state.RoutePhaseHeld && e.Held != nil:
 			c := *e
 			if ok {
-				if state.SameRoute(&l, e.Held) {
+				if !exact || state.SameRoute(&l, e.Held) {
 					return true
 				}
 				c.Held = &l
