@@ -37,7 +37,7 @@ import (
 
 var netnsDep = daemon.Dependency{
 	What:  "network namespace (root and iproute2's ip)",
-	Tests: "TestPing* (kernel routes and ICMP between two agents)",
+	Tests: "TestPing* (kernel routes and ICMP between two agents) and TestBird* (kernel routes across BIRD's session loss)",
 }
 
 const (

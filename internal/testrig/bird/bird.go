@@ -60,8 +60,11 @@ func Start(t testing.TB, cfg Config) *Bird {
 	if err := daemon.WriteFileAtomic(b.conf, cfg.Render()); err != nil {
 		t.Fatalf("birdtest: %v", err)
 	}
-	var err error
-	b.proc, err = daemon.Start("bird", exec.Command(b.bins.bird, "-f", "-c", b.conf, "-s", b.sock), b.out)
+	cmd, err := b.command(cfg.Netns)
+	if err != nil {
+		t.Fatalf("birdtest: %v", err)
+	}
+	b.proc, err = daemon.Start("bird", cmd, b.out)
 	if err != nil {
 		t.Fatalf("birdtest: start %s: %v", b.bins.bird, err)
 	}
@@ -71,6 +74,21 @@ func Start(t testing.TB, cfg Config) *Bird {
 		t.Fatalf("birdtest: %s: %v\nbird.conf:\n%s", b, err, cfg.Render()) // the cleanup logs the output
 	}
 	return b
+}
+
+// command is `bird -f -c CONF -s SOCK`, inside the named network
+// namespace when netns is set. ip netns exec execs bird, so the process
+// Start watches (and kills when the test binary dies) is BIRD itself.
+func (b *Bird) command(netns string) (*exec.Cmd, error) {
+	args := []string{"-f", "-c", b.conf, "-s", b.sock}
+	if netns == "" {
+		return exec.Command(b.bins.bird, args...), nil
+	}
+	ip, err := daemon.LookPath(sbinDirs, "ip")
+	if err != nil {
+		return nil, fmt.Errorf("BIRD in network namespace %s: %w", netns, err)
+	}
+	return exec.Command(ip, append([]string{"netns", "exec", netns, b.bins.bird}, args...)...), nil
 }
 
 func (b *Bird) cleanup() {
@@ -86,6 +104,13 @@ func (b *Bird) cleanup() {
 func (b *Bird) Stop() {
 	b.stopOnce.Do(func() { _ = b.proc.Stop(stopTimeout) })
 }
+
+// Kill ends BIRD abruptly (SIGKILL) and waits for it: no shutdown of its
+// own, no NOTIFICATION; the kernel closes its sockets, so a peer sees its
+// sessions end as a read failure, a graceful-restart cause (RFC 4724).
+// Stop, which sends SIGTERM first, lets BIRD close its sessions with a
+// Cease instead. A later Stop (the cleanup's) does nothing.
+func (b *Bird) Kill() error { return b.proc.Kill() }
 
 // Exec runs `birdc -s SOCK ARGS...` and returns its output without the
 // "BIRD x.y.z ready." banner. birdc's non-zero exit (BIRD answered with an
@@ -170,7 +195,11 @@ func (b *Bird) Establishments(name string) int { return b.out.establishedCount(n
 // String names the instance by its local address and port.
 func (b *Bird) String() string {
 	cfg := b.Config()
-	return fmt.Sprintf("bird %s port %d AS %d", cfg.Address, cfg.Port, cfg.AS)
+	s := fmt.Sprintf("bird %s port %d AS %d", cfg.Address, cfg.Port, cfg.AS)
+	if cfg.Netns != "" {
+		s += " in netns " + cfg.Netns
+	}
+	return s
 }
 
 // Exited reports whether the BIRD process has ended, and its exit status.

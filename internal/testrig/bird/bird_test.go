@@ -2,11 +2,18 @@ package bird
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
+	"os"
+	"os/exec"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/peeragent/peeragent/internal/testrig/daemon"
 )
 
 // testDeadline bounds every wait in these tests.
@@ -249,4 +256,72 @@ func TestConfigIsCopied(t *testing.T) {
 	want = cb.clone()
 	scribble(cb)
 	check("after changing Reconfigure's argument")
+}
+
+// netnsDep is what TestKillInNetns needs beyond BIRD.
+var netnsDep = daemon.Dependency{What: "network namespace (root and iproute2's ip)", Tests: "TestKillInNetns"}
+
+// TestKillInNetns: two BIRDs in a network namespace of the test's own,
+// graceful restart on with different restart times, each shown in the
+// other's capabilities; Kill ends A at once (no Cease: B's session breaks
+// as a read failure) and B's session leaves Established.
+func TestKillInNetns(t *testing.T) {
+	Require(t)
+	if os.Geteuid() != 0 {
+		netnsDep.Missing(t, "!!! NOT ROOT: the test creates a network namespace.")
+	}
+	ip, err := daemon.LookPath(sbinDirs, "ip")
+	if err != nil {
+		netnsDep.Missing(t, "!!! NO ip (iproute2): "+err.Error())
+	}
+	ns := fmt.Sprintf("peeragent-t-bird-%06x", rand.Uint32()&0xffffff)
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(ip, args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("netns", "add", ns)
+	t.Cleanup(func() {
+		if out, err := exec.Command(ip, "netns", "del", ns).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
+		}
+	})
+	run("-n", ns, "link", "set", "lo", "up")
+
+	ctx := withDeadline(t)
+	ca := Config{Address: addrA, Port: 179, AS: 65001, Netns: ns, Neighbors: []Neighbor{{
+		Name: "to_b", Address: addrB, Port: 179, AS: 65002, GracefulRestart: "on", GracefulRestartTime: 6}}}
+	cb := Config{Address: addrB, Port: 179, AS: 65002, Netns: ns, Neighbors: []Neighbor{{
+		Name: "to_a", Address: addrA, Port: 179, AS: 65001, GracefulRestart: "on", GracefulRestartTime: 9}}}
+	a, b := Start(t, ca), Start(t, cb)
+	own, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", a.proc.Pid())); err != nil || got == own {
+		t.Fatalf("BIRD's network namespace %q (%v), the test's %q: want another", got, err, own)
+	}
+	pa, _ := establish(t, ctx, a, b)
+	if got := pa.LocalCaps["Graceful restart"]; got["Restart time"] != "6" || got["AF supported"] != "ipv4" {
+		t.Errorf("A's own graceful restart = %v, want restart time 6, ipv4", got)
+	}
+	if got := pa.NeighborCaps["Graceful restart"]; got["Restart time"] != "9" || got["AF supported"] != "ipv4" {
+		t.Errorf("B's graceful restart seen by A = %v, want restart time 9, ipv4", got)
+	}
+
+	if err := a.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if exited, status := a.Exited(); !exited || status == nil || !strings.Contains(status.Error(), "killed") {
+		t.Fatalf("A after Kill: exited %v, status %v; want signal: killed", exited, status)
+	}
+	pb, err := b.WaitProtocol(ctx, "to_a", func(p ProtocolState) bool { return !p.Established() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(pb.LastError, "Cease") {
+		t.Errorf("B's session ended with %q: A sent a NOTIFICATION, it was not killed", pb.LastError)
+	}
+	t.Logf("B after A was killed: %s", pb)
 }

@@ -26,6 +26,12 @@ type Config struct {
 	// Announce are prefixes BIRD originates (static blackhole routes) and
 	// exports to every neighbor of the same address family.
 	Announce []netip.Prefix
+	// Netns, when set, runs BIRD inside this named network namespace
+	// (`ip netns exec NETNS bird ...`), which the test creates and removes;
+	// Address must be one of its addresses. The control socket stays in
+	// the test's file system, so birdc runs from outside. Not part of
+	// bird.conf: Reconfigure cannot change it.
+	Netns string
 }
 
 // Neighbor is one BGP session of a BIRD instance.
@@ -42,10 +48,25 @@ type Neighbor struct {
 	Password string
 	// Passive makes BIRD wait for the peer to connect.
 	Passive bool
+	// GracefulRestart is BIRD's `graceful restart` mode (RFC 4724): "on"
+	// (advertise the capability with the restart time and the session's
+	// families, and keep the peer's routes as stale when its session
+	// breaks), "aware" (the capability without families: the peer keeps
+	// none of BIRD's routes) or "off" (no capability). Empty leaves BIRD's
+	// default, aware.
+	GracefulRestart string
+	// GracefulRestartTime is the restart time BIRD advertises, in seconds
+	// (`graceful restart time`; 1 to 4095, the capability's 12 bits): how
+	// long a peer keeps BIRD's routes after the session breaks. Zero
+	// leaves BIRD's default, 120 s.
+	GracefulRestartTime int
 	// Extra are raw BIRD statements added inside the protocol block, without
 	// the trailing ';' (for example "hold time 9" or "ttl security yes").
 	Extra []string
 }
+
+// grModes are the values of Neighbor.GracefulRestart.
+var grModes = []string{"", "on", "off", "aware"}
 
 var protocolNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -88,6 +109,9 @@ func (c Config) Validate() error {
 	if !c.Address.IsValid() || c.Port <= 0 || c.Port > 65535 || c.AS == 0 {
 		return fmt.Errorf("birdtest: local address %v, port %d, AS %d: all three are required", c.Address, c.Port, c.AS)
 	}
+	if strings.ContainsAny(c.Netns, "/ \t\n") || c.Netns == "." || c.Netns == ".." {
+		return fmt.Errorf("birdtest: %q is not a network namespace name", c.Netns)
+	}
 	seen := map[string]bool{}
 	for _, n := range c.Neighbors {
 		if err := n.validate(); err != nil {
@@ -111,6 +135,12 @@ func (n Neighbor) validate() error {
 	if !n.Address.IsValid() || n.Port <= 0 || n.Port > 65535 || n.AS == 0 {
 		return fmt.Errorf("birdtest: neighbor %s: address %v, port %d, AS %d: all three are required",
 			n.ProtocolName(), n.Address, n.Port, n.AS)
+	}
+	if !slices.Contains(grModes, n.GracefulRestart) {
+		return fmt.Errorf("birdtest: neighbor %s: graceful restart %q is not on, off or aware", n.ProtocolName(), n.GracefulRestart)
+	}
+	if n.GracefulRestartTime < 0 || n.GracefulRestartTime > 4095 {
+		return fmt.Errorf("birdtest: neighbor %s: graceful restart time %d is not within 0..4095", n.ProtocolName(), n.GracefulRestartTime)
 	}
 	if strings.ContainsAny(n.Password, "\"\n") {
 		return fmt.Errorf("birdtest: neighbor %s: a BIRD password cannot contain '\"' or a newline", n.ProtocolName())
@@ -167,6 +197,12 @@ func renderNeighbor(b *strings.Builder, c Config, n Neighbor) {
 	}
 	if n.Passive {
 		b.WriteString("  passive yes;\n")
+	}
+	if n.GracefulRestart != "" {
+		fmt.Fprintf(b, "  graceful restart %s;\n", n.GracefulRestart)
+	}
+	if n.GracefulRestartTime > 0 {
+		fmt.Fprintf(b, "  graceful restart time %d;\n", n.GracefulRestartTime)
 	}
 	for _, e := range n.Extra {
 		fmt.Fprintf(b, "  %s;\n", strings.TrimSuffix(strings.TrimSpace(e), ";"))

@@ -13,7 +13,8 @@ func validConfig() Config {
 	return Config{
 		Address: netip.MustParseAddr("127.0.0.1"), Port: 10179, AS: 65001,
 		Neighbors: []Neighbor{{Address: netip.MustParseAddr("127.0.0.2"), Port: 10180, AS: 65002,
-			Password: "pw", Passive: true, Extra: []string{"hold time 9;"}}},
+			Password: "pw", Passive: true, GracefulRestart: "on", GracefulRestartTime: 8,
+			Extra: []string{"hold time 9;"}}},
 		Announce: []netip.Prefix{netip.MustParsePrefix("10.99.0.1/24"), netip.MustParsePrefix("fd00::/64")},
 	}
 }
@@ -39,6 +40,16 @@ func TestValidate(t *testing.T) {
 		{name: "duplicate-name", edit: func(c *Config) { c.Neighbors = append(c.Neighbors, c.Neighbors[0]) },
 			wantErr: "two neighbors"},
 		{name: "quote-in-password", edit: func(c *Config) { c.Neighbors[0].Password = `a"b` }, wantErr: "cannot contain"},
+		{name: "graceful-restart-off", edit: func(c *Config) { c.Neighbors[0].GracefulRestart = "off" }},
+		{name: "graceful-restart-default", edit: func(c *Config) {
+			c.Neighbors[0].GracefulRestart, c.Neighbors[0].GracefulRestartTime = "", 0
+		}},
+		{name: "graceful-restart-bad-mode", edit: func(c *Config) { c.Neighbors[0].GracefulRestart = "yes" },
+			wantErr: "not on, off or aware"},
+		{name: "graceful-restart-time-too-long", edit: func(c *Config) { c.Neighbors[0].GracefulRestartTime = 4096 },
+			wantErr: "0..4095"},
+		{name: "netns", edit: func(c *Config) { c.Netns = "peeragent-t-x" }},
+		{name: "netns-path", edit: func(c *Config) { c.Netns = "../x" }, wantErr: "not a network namespace"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +75,8 @@ func TestRender(t *testing.T) {
 		`  password "pw";`,
 		"  passive yes;",
 		"  hold time 9;\n",
+		"  graceful restart on;\n",
+		"  graceful restart time 8;\n",
 		"  route 10.99.0.0/24 blackhole;",
 		"  route fd00::/64 blackhole;",
 	} {
@@ -73,6 +86,12 @@ func TestRender(t *testing.T) {
 	}
 	if text != validConfig().Render() {
 		t.Error("Render is not deterministic")
+	}
+	c := validConfig()
+	c.Neighbors[0].GracefulRestart, c.Neighbors[0].GracefulRestartTime = "", 0
+	c.Netns = "peeragent-t-x"
+	if text := c.Render(); strings.Contains(text, "graceful restart") || strings.Contains(text, "peeragent-t-x") {
+		t.Errorf("BIRD's graceful-restart defaults or the namespace in bird.conf:\n%s", text)
 	}
 }
 

@@ -34,6 +34,15 @@
 //     counters (ChannelState) are zeroed by a reset, and the "Last error"
 //     line is gone once a session is Established again, so neither proves
 //     the absence of a reset.
+//   - Neighbor.GracefulRestart and GracefulRestartTime set BIRD's graceful
+//     restart mode (on, aware, off) and the restart time it advertises; the
+//     capabilities both sides sent are ProtocolState.LocalCaps and
+//     NeighborCaps, so a test can check what was negotiated.
+//   - Kill ends BIRD with SIGKILL (no Cease: its peers see the TCP session
+//     end, a graceful-restart cause); Stop ends it with SIGTERM, after which
+//     BIRD closes its sessions itself.
+//   - Config.Netns runs BIRD inside a network namespace the test made
+//     (`ip netns exec`); its control socket stays outside, for birdc.
 //   - Reconfigure rewrites bird.conf and runs `birdc configure`: BIRD restarts
 //     only protocols whose configuration changed (a password rotation
 //     restarts the session; an identical config restarts nothing).

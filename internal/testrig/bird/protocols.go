@@ -41,8 +41,16 @@ type ProtocolState struct {
 	LastError string
 	// Details are the protocol's other "Key: value" lines, keyed as BIRD
 	// prints them ("Neighbor AS", "Neighbor ID", "Source address",
-	// "Hold timer", "Session"...). Capability lists are left out.
+	// "Hold timer", "Session"...). Capability lists are left out: they are
+	// LocalCaps and NeighborCaps.
 	Details map[string]string
+	// LocalCaps are the capabilities BIRD sent in its OPEN ("Local
+	// capabilities") and NeighborCaps those the peer sent ("Neighbor
+	// capabilities"), shown while the session is up: each by name
+	// ("Graceful restart", "4-octet AS numbers"...) with its "Key: value"
+	// lines ("Restart time": "8", "AF supported": "ipv4"; empty for a
+	// capability without any). Both are nil when BIRD shows no list.
+	LocalCaps, NeighborCaps map[string]map[string]string
 	// Channels are the protocol's channels by name ("ipv4", "ipv6").
 	Channels map[string]ChannelState
 }
@@ -119,6 +127,10 @@ type parser struct {
 	out map[string]ProtocolState
 	p   *ProtocolState
 	ch  *ChannelState
+	// caps is the capability list being read (LocalCaps or NeighborCaps
+	// of p), capName its capability being read.
+	caps    map[string]map[string]string
+	capName string
 }
 
 func (ps *parser) line(line string) error {
@@ -137,14 +149,45 @@ func (ps *parser) line(line string) error {
 		return fmt.Errorf("detail line before any protocol")
 	case strings.HasPrefix(trimmed, "Channel "):
 		ps.flushChannel()
+		ps.caps, ps.capName = nil, ""
 		name := strings.TrimSpace(strings.TrimPrefix(trimmed, "Channel "))
 		ps.ch = &ChannelState{Name: name, Details: map[string]string{}}
 		return nil
 	case ps.ch != nil:
 		return ps.ch.detail(trimmed)
 	default:
-		ps.p.detail(line, trimmed)
+		ps.detail(line, trimmed)
 		return nil
+	}
+}
+
+// detail reads a protocol-level line: a capability list's heading (four
+// spaces in), its capabilities (six) and their lines (eight), or another
+// "Key: value" line, which ends a capability list.
+func (ps *parser) detail(line, trimmed string) {
+	switch n := indent(line); {
+	case n == 4 && trimmed == "Local capabilities":
+		ps.p.LocalCaps = map[string]map[string]string{}
+		ps.caps, ps.capName = ps.p.LocalCaps, ""
+	case n == 4 && trimmed == "Neighbor capabilities":
+		ps.p.NeighborCaps = map[string]map[string]string{}
+		ps.caps, ps.capName = ps.p.NeighborCaps, ""
+	case n > 4 && ps.caps != nil:
+		ps.capLine(n, trimmed)
+	default:
+		ps.caps, ps.capName = nil, ""
+		ps.p.detail(line, trimmed)
+	}
+}
+
+func (ps *parser) capLine(indent int, trimmed string) {
+	if indent == 6 || ps.capName == "" {
+		ps.capName = trimmed
+		ps.caps[trimmed] = map[string]string{}
+		return
+	}
+	if key, value, ok := cutKey(trimmed); ok {
+		ps.caps[ps.capName][key] = value
 	}
 }
 
@@ -161,6 +204,7 @@ func (ps *parser) flushChannel() {
 }
 
 func (ps *parser) flushProtocol() {
+	ps.caps, ps.capName = nil, ""
 	if ps.p != nil {
 		ps.flushChannel()
 		ps.out[ps.p.Name] = *ps.p

@@ -69,6 +69,17 @@ func checkToB(t *testing.T, p ProtocolState) {
 	if _, ok := p.Details["AF announced"]; ok {
 		t.Errorf("capability lines leaked into details: %v", p.Details)
 	}
+	// BIRD's default graceful restart (aware): the capability, no lines.
+	wantCaps := map[string]map[string]string{
+		"Multiprotocol": {"AF announced": "ipv4"}, "Route refresh": {}, "Graceful restart": {},
+		"4-octet AS numbers": {}, "Enhanced refresh": {}, "Long-lived graceful restart": {},
+	}
+	if diff := cmp.Diff(wantCaps, p.LocalCaps); diff != "" {
+		t.Errorf("LocalCaps (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantCaps, p.NeighborCaps); diff != "" {
+		t.Errorf("NeighborCaps (-want +got):\n%s", diff)
+	}
 	want := ChannelState{Name: "ipv4", State: "UP", Exported: 1,
 		ExportUpdates: RouteStats{Received: 1, Accepted: 1}}
 	if diff := cmp.Diff(want, p.Channels["ipv4"], cmpNoDetails); diff != "" {
@@ -91,6 +102,43 @@ func checkNobody(t *testing.T, p ProtocolState) {
 	}
 	if p.Channels["ipv4"].State != "DOWN" {
 		t.Errorf("channel: %+v", p.Channels["ipv4"])
+	}
+	if p.LocalCaps != nil || p.NeighborCaps != nil {
+		t.Errorf("capabilities of a session that is not up: %v, %v", p.LocalCaps, p.NeighborCaps)
+	}
+}
+
+// testdata/show-protocols-gr.txt is real BIRD 2.0.12 output of a session
+// with `graceful restart on` on both sides, restart times 8 s (BIRD) and
+// 10 s (its peer).
+func TestParseProtocolsGracefulRestart(t *testing.T) {
+	raw, err := os.ReadFile("testdata/show-protocols-gr.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseProtocols(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got["to_b"]
+	gr := func(secs string) map[string]string {
+		return map[string]string{"Restart time": secs, "AF supported": "ipv4", "AF preserved": ""}
+	}
+	if diff := cmp.Diff(gr("8"), p.LocalCaps["Graceful restart"]); diff != "" {
+		t.Errorf("local graceful restart (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(gr("10"), p.NeighborCaps["Graceful restart"]); diff != "" {
+		t.Errorf("neighbor graceful restart (-want +got):\n%s", diff)
+	}
+	if len(p.LocalCaps) != 6 || len(p.NeighborCaps) != 6 {
+		t.Errorf("capabilities: local %v, neighbor %v; want 6 each", p.LocalCaps, p.NeighborCaps)
+	}
+	// The lines after the lists are details again.
+	if p.Details["Session"] != "external multihop AS4" || p.Details["Source address"] != "127.0.0.71" {
+		t.Errorf("details after the capability lists: %v", p.Details)
+	}
+	if _, ok := p.Details["Restart time"]; ok {
+		t.Errorf("capability lines leaked into details: %v", p.Details)
 	}
 }
 

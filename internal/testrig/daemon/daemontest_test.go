@@ -75,6 +75,25 @@ func TestStopKills(t *testing.T) {
 	}
 }
 
+// TestKill: Kill does not wait for a process that ignores SIGTERM; it
+// ends it with SIGKILL at once, and a second Kill does nothing.
+func TestKill(t *testing.T) {
+	p, out := sh(t, `trap "" TERM; echo trapped; exec sleep 30`)
+	if err := p.WaitReady(5*time.Second, "sh", said(out, "trapped")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatalf("Kill = %v", err)
+	}
+	exited, status := p.Exited()
+	if !exited || status == nil || !strings.Contains(status.Error(), "killed") {
+		t.Fatalf("Exited = %v, %v; want true, signal: killed", exited, status)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatalf("second Kill = %v", err)
+	}
+}
+
 func TestWaitReadyFails(t *testing.T) {
 	t.Run("process-exits", func(t *testing.T) {
 		p, _ := sh(t, "exit 3")

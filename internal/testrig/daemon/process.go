@@ -82,6 +82,22 @@ func (p *Process) Stop(timeout time.Duration) error {
 	return fmt.Errorf("%s ignored SIGTERM for %v and was killed", p.name, timeout)
 }
 
+// Kill ends the process abruptly with SIGKILL and waits for it to exit:
+// it runs no shutdown of its own, and the kernel closes its sockets (a
+// BGP peer sees the connection end without a NOTIFICATION). Killing a
+// process that has exited does nothing.
+func (p *Process) Kill() error {
+	if exited, _ := p.Exited(); exited {
+		return nil
+	}
+	err := p.cmd.Process.Kill()
+	if errors.Is(err, os.ErrProcessDone) {
+		err = nil
+	}
+	<-p.done
+	return err
+}
+
 // WaitReady calls ready every 50 ms until it returns nil. It fails when
 // the process exits first ("NAME exited during startup (STATUS)"), or when
 // timeout has passed ("WHAT did not answer within TIMEOUT: ERR", with
