@@ -19,6 +19,13 @@
 //     ends every socket left in them; processes the test started in a
 //     namespace must be stopped by their own cleanups (registered later,
 //     so they run first).
+//   - Do(ns, f) runs f with its thread in a namespace, so the sockets f
+//     opens (a listener, a client's dial, a raw socket) live there.
+//   - CaptureTCP(t, ns, dev, from) records what an address sends over TCP
+//     on a device, per connection, reassembled from the SYN on, through a
+//     packet socket: the bytes on the wire, before any peer parses them
+//     (for example the BGP UPDATEs a peer really sent). Start it before
+//     the connections; a cleanup stops it.
 package netns
 
 import (
