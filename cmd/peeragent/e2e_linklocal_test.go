@@ -83,7 +83,7 @@ func TestFRRLinkLocalNextHopOnSharedLink(t *testing.T) {
 	// What FRR really sends, read off the agent's end of the link.
 	wire := netns.CaptureTCP(t, ae.NS, ae.Dev, frrAddr)
 	peer := frr.Start(t, frr.Config{RouterID: netip.MustParseAddr("10.37.0.1"), Address: frrAddr, Port: 179, AS: llFRRAS,
-		Namespace: fe.NS, Zebra: false, Announce: []netip.Prefix{netip.MustParsePrefix(llPrefix)},
+		Namespace: fe.NS, Zebra: true, Announce: []netip.Prefix{netip.MustParsePrefix(llPrefix)},
 		Neighbors: []frr.Neighbor{{Name: "agent", Address: agentAddr, Port: 179, AS: 64512}}})
 
 	dir := t.TempDir()
