@@ -116,9 +116,10 @@ func (f *FRR) launch() (err error) {
 		}
 		zebra = []string{"-z", f.zservPath()}
 	}
-	// -Z: no zebra; -S: no capability checks and no switch to user frr,
-	// so it runs as whoever runs the test, on files in a temp dir; -P 0:
-	// no TCP vty (the default 2605 would clash between instances).
+	// -Z: no zebra (with Config.Zebra, -z: zebra's socket); -S: no
+	// capability checks and no switch to user frr, so it runs as whoever
+	// runs the test, on files in a temp dir; -P 0: no TCP vty (the
+	// default 2605 would clash between instances).
 	cmd := f.command(f.bins.bgpd, append(zebra, "-S",
 		"-p", strconv.Itoa(cfg.Port), "-l", cfg.Address.String(), "-P", "0",
 		"--vty_socket", f.vtyDir, "-f", f.conf, "-i", filepath.Join(f.dir, "bgpd.pid"),
