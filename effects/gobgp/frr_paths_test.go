@@ -103,10 +103,11 @@ func TestFRRReceivesOwnIPv6Block(t *testing.T) {
 // TestFRRIPv6GlobalAndLinkLocalNextHop is docs/routes.md appendix A
 // scenario 37 at the speaker: FRR (eBGP over ::1) sends an IPv6 route with
 // an outbound route-map setting a global and a link-local next hop.
-// bgpd 8.4 without zebra knows no interface, so no shared link, and puts
-// only the global one on the wire; the test takes either form: the
-// global next hop first, the link-local one (if sent) after it (§9.1 rule
-// 2), the reducer's route via the global one only (§9.2 rule 2; the
+// bgpd 8.4 puts both on the wire even without zebra (a packet capture on
+// a veth with this route-map shows them), but GoBGP v4.8.0 keeps only the
+// global next hop of a received MP_REACH_NLRI (§9.1 rule 2), so the
+// speaker reports that one alone; the test takes either form: the global
+// next hop first, the link-local one (if kept) after it, the reducer's route via the global one only (§9.2 rule 2; the
 // two-next-hop input is golden routes-learned-ipv6-link-local), and the
 // first session still up.
 func TestFRRIPv6GlobalAndLinkLocalNextHop(t *testing.T) {

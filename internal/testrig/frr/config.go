@@ -32,6 +32,20 @@ type Config struct {
 	// route-map that a neighbor's AFExtra names. Reconfigure cannot
 	// change them.
 	Raw []string
+	// Namespace is the network namespace (its ip netns name) bgpd, and
+	// zebra with it, run in, through `ip netns exec`; Address must be one
+	// of its addresses. Empty: the test's own. The test creates and
+	// removes it (see internal/testrig/netns).
+	Namespace string
+	// Zebra runs FRR's zebra beside bgpd, which then talks to it instead
+	// of running with -Z: bgpd knows the namespace's interfaces and
+	// addresses, so a neighbor on a connected subnet is directly
+	// connected. eBGP neighbors get no ebgp-multihop (single hop, as on a
+	// real shared link), and an IPv6 neighbor on a shared link gets
+	// FRR's link-local next hop after the global one. zebra programs the
+	// kernel of the namespace it runs in (bgpd's best routes), so Zebra
+	// needs a Namespace.
+	Zebra bool
 }
 
 // Neighbor is one BGP session of a bgpd instance.
@@ -113,6 +127,13 @@ func (c Config) Validate() error {
 			return fmt.Errorf("frrtest: raw line %q spans lines", l)
 		}
 	}
+	if c.Namespace != "" && (strings.ContainsAny(c.Namespace, "/") || strings.IndexFunc(c.Namespace, notGraphic) >= 0 ||
+		c.Namespace == "." || c.Namespace == "..") {
+		return fmt.Errorf("frrtest: namespace %q is not an ip netns name", c.Namespace)
+	}
+	if c.Zebra && c.Namespace == "" {
+		return fmt.Errorf("frrtest: zebra programs the kernel it runs with: Zebra needs a Namespace of the test's own")
+	}
 	return nil
 }
 
@@ -152,7 +173,7 @@ func (c Config) settings(n Neighbor) []setting {
 		setting{"update-source", c.Address.String()},
 		// FRR retries a failed connection after 120 s by default.
 		setting{"timers connect", "1"})
-	if n.AS != c.AS {
+	if n.AS != c.AS && !c.Zebra {
 		// Without zebra bgpd knows no interface, so no eBGP neighbor is
 		// directly connected: single-hop eBGP would never connect.
 		s = append(s, setting{"ebgp-multihop", "255"})
@@ -249,5 +270,15 @@ func (c Config) Render() string {
 	for _, l := range c.Raw {
 		fmt.Fprintf(&b, "%s\n", l)
 	}
+	return b.String()
+}
+
+// RenderZebra is the zebra.conf text for c (used when c.Zebra): zebra's
+// log at the informational level, to standard output. Deterministic.
+func (c Config) RenderZebra() string {
+	var b strings.Builder
+	b.WriteString("! written by peeragent internal/testrig/frr\n")
+	fmt.Fprintf(&b, "hostname %s-zebra\n", c.hostname())
+	b.WriteString("log stdout informational\n")
 	return b.String()
 }

@@ -53,6 +53,29 @@ exit
 	}
 }
 
+// TestRenderZebra: with zebra, bgpd.conf is the one without but for the
+// eBGP neighbor's ebgp-multihop (single hop, as on a shared link), and
+// zebra gets a config of its own.
+func TestRenderZebra(t *testing.T) {
+	c := sample()
+	without := c.Render()
+	c.Namespace, c.Zebra = "ns-frr", true
+	want := strings.Replace(without, " neighbor 127.0.0.2 ebgp-multihop 255\n", "", 1)
+	if want == without {
+		t.Fatalf("the sample's eBGP neighbor has no ebgp-multihop without zebra:\n%s", without)
+	}
+	if diff := cmp.Diff(want, c.Render()); diff != "" {
+		t.Errorf("Render with zebra (-want +got):\n%s", diff)
+	}
+	wantZebra := `! written by peeragent internal/testrig/frr
+hostname frrtest-127-0-0-1-zebra
+log stdout informational
+`
+	if diff := cmp.Diff(wantZebra, c.RenderZebra()); diff != "" {
+		t.Errorf("RenderZebra (-want +got):\n%s", diff)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -72,6 +95,11 @@ func TestValidate(t *testing.T) {
 		{name: "password-punctuation", change: func(c *Config) { c.Neighbors[0].Password = `!#"'\?` }},
 		{name: "name-spans-lines", change: func(c *Config) { c.Neighbors[0].Name = "a\nb" }, wantErr: "spans lines"},
 		{name: "invalid-prefix", change: func(c *Config) { c.Announce = []netip.Prefix{{}} }, wantErr: "not valid"},
+		{name: "namespace", change: func(c *Config) { c.Namespace = "peeragent-ll-a-1" }},
+		{name: "namespace-and-zebra", change: func(c *Config) { c.Namespace, c.Zebra = "peeragent-ll-a-1", true }},
+		{name: "zebra-in-own-namespace", change: func(c *Config) { c.Zebra = true }, wantErr: "Zebra needs a Namespace"},
+		{name: "namespace-path", change: func(c *Config) { c.Namespace = "../x" }, wantErr: "not an ip netns name"},
+		{name: "namespace-space", change: func(c *Config) { c.Namespace = "a b" }, wantErr: "not an ip netns name"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,6 +169,11 @@ func TestCommandsAddNeighbor(t *testing.T) {
 	if _, err := commands(sample(), moved); err == nil {
 		t.Error("an AS change was accepted")
 	}
+	moved = sample()
+	moved.Namespace, moved.Zebra = "peeragent-ll-a-1", true
+	if _, err := commands(sample(), moved); err == nil || !strings.Contains(err.Error(), "Namespace or Zebra") {
+		t.Errorf("a Namespace and Zebra change: %v, want refused", err)
+	}
 }
 
 func TestCloneIsDeep(t *testing.T) {
@@ -151,6 +184,23 @@ func TestCloneIsDeep(t *testing.T) {
 	c.Announce[0] = netip.Prefix{}
 	if d.Neighbors[0].Password != "pw" || d.Neighbors[1].Extra[0] != "timers 1 3" || !d.Announce[0].IsValid() {
 		t.Errorf("clone shares memory with the original: %+v", d)
+	}
+}
+
+func TestVTYGroup(t *testing.T) {
+	tests := []struct{ name, out, want string }{
+		{name: "debian-12", out: "zebra version 8.4.4\nCopyright 1996-2005 Kunihiro Ishiguro, et al.\nconfigured with:\n" +
+			"\t'--build=x86_64-linux-gnu' '--enable-user=frr' '--enable-group=frr' '--enable-vty-group=frrvty' '--enable-configfile-mask=0640'\n",
+			want: "frrvty"},
+		{name: "unquoted-last", out: "zebra version 9.1\nconfigured with:\n --enable-vty-group=quagga", want: "quagga"},
+		{name: "none", out: "zebra version 8.4.4\nconfigured with:\n\t'--enable-user=frr'\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := vtyGroup(tc.out); got != tc.want {
+				t.Errorf("vtyGroup = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 

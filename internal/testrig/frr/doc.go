@@ -24,10 +24,24 @@
 //     when the test failed. Pdeathsig kills bgpd if the test binary dies.
 //     Several instances run at once: each has its own address or port,
 //     vty socket directory and pid file.
+//   - Config.Namespace runs the daemons in a network namespace the test
+//     made (internal/testrig/netns), through `ip netns exec NS`.
+//     Config.Zebra (which needs a Namespace, as zebra programs the kernel
+//     it runs with) starts zebra first: `zebra -u root -g VTYGROUP -z
+//     DIR/zserv.api --vty_socket DIR -P 0 -f zebra.conf -i zebra.pid --log
+//     stdout` (VTYGROUP is the --enable-vty-group zebra --version shows,
+//     frrvty on Debian: zebra, which has no -S, refuses a user outside
+//     it), waits for its vty and socket, then runs bgpd with -z
+//     DIR/zserv.api instead of -Z, and waits until zebra lists bgpd as a
+//     client. bgpd then knows the interfaces: a neighbor on a connected
+//     subnet is directly connected, and an IPv6 neighbor on a shared link
+//     gets two next hops, the global one then FRR's link-local one
+//     (NeighborState.Connection "sharedNetwork", NexthopLocal); see
+//     TestZebraSharedLink. ExecZebra asks zebra.
 //   - Every neighbor gets the local address as update-source, a 1 s connect
-//     retry (FRR's default is 120 s) and, when eBGP, ebgp-multihop (without
-//     zebra bgpd knows no interface, so no neighbor is directly
-//     connected). Keepalive 3 s, hold 9 s. "no bgp ebgp-requires-policy":
+//     retry (FRR's default is 120 s) and, when eBGP without zebra,
+//     ebgp-multihop (without zebra bgpd knows no interface, so no neighbor
+//     is directly connected). Keepalive 3 s, hold 9 s. "no bgp ebgp-requires-policy":
 //     eBGP routes flow without route maps. "bgp allow-martian-nexthop":
 //     without it FRR answers an UPDATE whose next hop is in 127.0.0.0/8
 //     with a NOTIFICATION (Invalid NEXT_HOP) and the session flaps every
@@ -52,12 +66,14 @@
 //     Port and AS cannot change (they are bgpd flags, and the AS names
 //     the BGP instance).
 //
-// Addresses: only IPv4; 127.0.0.0/8 is bindable on Linux without setup.
+// Addresses: IPv4 on loopback (127.0.0.0/8 is bindable on Linux without
+// setup), ::1 with an IPv4 RouterID, or any address of the Namespace.
 // Use FreePort for ports. Announce makes bgpd originate prefixes
 // ("network", no import check) to every neighbor, with its own address as
 // next hop.
 //
-// Outside the temp dirs, bgpd writes only /var/tmp/frr/bgpd.PID (per
-// process log buffers), which it removes on a clean exit and Stop removes
-// after a SIGKILL; one is left behind when the test binary itself dies.
+// Outside the temp dirs, bgpd and zebra write only /var/tmp/frr/bgpd.PID
+// and zebra.PID (per process log buffers), which they remove on a clean
+// exit and Stop removes after a SIGKILL; one is left behind when the test
+// binary itself dies.
 package frr

@@ -42,6 +42,9 @@ type FRR struct {
 	vtyDir string // holds bgpd.vty
 	proc   *daemon.Process
 	out    *logBuffer
+	// zebra and zout are zebra's process and output, with Config.Zebra.
+	zebra *daemon.Process
+	zout  *logBuffer
 
 	mu       sync.Mutex // guards cfg; serializes Reconfigure
 	cfg      Config
@@ -55,9 +58,18 @@ type FRR struct {
 //	bgpd -Z -S -p PORT -l ADDRESS -P 0 --vty_socket DIR -f bgpd.conf -i bgpd.pid --log stdout
 //
 // and returns once vtysh answers with every configured neighbor (within
-// 10 s). It fails the test when bgpd logged a config line it could not
-// apply. A cleanup stops bgpd (SIGTERM, then SIGKILL after 5 s) and waits
-// for it; when the test failed, the cleanup logs bgpd's output. Start calls
+// 10 s). With cfg.Namespace both daemons run through `ip netns exec NS`.
+// With cfg.Zebra, zebra starts first, as root with the vty group zebra
+// was built with (its privilege setup insists that the user belongs to
+// it), on a zserv socket in DIR:
+//
+//	zebra -u root -g VTYGROUP -z DIR/zserv.api --vty_socket DIR -P 0 -f zebra.conf -i zebra.pid --log stdout
+//
+// and bgpd, once zebra answers, gets -z DIR/zserv.api instead of -Z;
+// Start then also waits until zebra lists bgpd as its client. It fails
+// the test when bgpd logged a config line it could not apply. A cleanup
+// stops bgpd, then zebra (SIGTERM, then SIGKILL after 5 s) and waits for
+// them; when the test failed, the cleanup logs their output. Start calls
 // Require first, so a missing FRR skips the test (fails it under CI=true).
 func Start(t testing.TB, cfg Config) *FRR {
 	t.Helper()
@@ -65,9 +77,18 @@ func Start(t testing.TB, cfg Config) *FRR {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Zebra {
+		requireZebra(t)
+	}
+	if cfg.Namespace != "" {
+		requireIP(t)
+	}
 	bins, _ := lookup()
 	f := &FRR{t: t, bins: bins, dir: t.TempDir(), cfg: cfg.clone(), out: &logBuffer{}}
 	f.name = fmt.Sprintf("frr %s port %d AS %d", cfg.Address, cfg.Port, cfg.AS)
+	if cfg.Namespace != "" {
+		f.name += " in " + cfg.Namespace
+	}
 	f.conf = filepath.Join(f.dir, "bgpd.conf")
 	f.vtyDir = daemon.SocketDir(t, "frrtest", f.dir, "bgpd.vty", maxSocketPath)
 	if err := f.check(cfg); err != nil {
@@ -76,10 +97,10 @@ func Start(t testing.TB, cfg Config) *FRR {
 	if err := daemon.WriteFileAtomic(f.conf, cfg.Render()); err != nil {
 		t.Fatalf("frrtest: %v", err)
 	}
+	t.Cleanup(f.cleanup) // before launch: a zebra that started stops with it
 	if err := f.launch(); err != nil {
-		t.Fatalf("frrtest: start %s: %v", f.bins.bgpd, err)
+		t.Fatalf("frrtest: start %s: %v", f, err)
 	}
-	t.Cleanup(f.cleanup)
 	if err := f.waitReady(startTimeout); err != nil {
 		t.Fatalf("frrtest: %s: %v\nbgpd.conf:\n%s", f, err, cfg.Render()) // the cleanup logs the output
 	}
@@ -88,15 +109,63 @@ func Start(t testing.TB, cfg Config) *FRR {
 
 func (f *FRR) launch() (err error) {
 	cfg := f.cfg
-	// -Z: no zebra; -S: no capability checks and no switch to user frr,
-	// so it runs as whoever runs the test, on files in a temp dir; -P 0:
-	// no TCP vty (the default 2605 would clash between instances).
-	cmd := exec.Command(f.bins.bgpd, "-Z", "-S",
+	zebra := []string{"-Z"}
+	if cfg.Zebra {
+		if err := f.launchZebra(); err != nil {
+			return err
+		}
+		zebra = []string{"-z", f.zservPath()}
+	}
+	// -Z: no zebra (with Config.Zebra, -z: zebra's socket); -S: no
+	// capability checks and no switch to user frr, so it runs as whoever
+	// runs the test, on files in a temp dir; -P 0: no TCP vty (the
+	// default 2605 would clash between instances).
+	cmd := f.command(f.bins.bgpd, append(zebra, "-S",
 		"-p", strconv.Itoa(cfg.Port), "-l", cfg.Address.String(), "-P", "0",
 		"--vty_socket", f.vtyDir, "-f", f.conf, "-i", filepath.Join(f.dir, "bgpd.pid"),
-		"--log", "stdout")
+		"--log", "stdout")...)
 	f.proc, err = daemon.Start("bgpd", cmd, f.out)
 	return err
+}
+
+// command runs bin with args, in cfg.Namespace when there is one: ip
+// netns exec execs bin, so the process is the daemon's own.
+func (f *FRR) command(bin string, args ...string) *exec.Cmd {
+	if f.cfg.Namespace == "" {
+		return exec.Command(bin, args...)
+	}
+	return exec.Command("ip", append([]string{"netns", "exec", f.cfg.Namespace, bin}, args...)...)
+}
+
+func (f *FRR) zservPath() string { return filepath.Join(f.vtyDir, "zserv.api") }
+
+// launchZebra starts zebra and waits until it answers on its vty and its
+// zserv socket exists, so that bgpd finds it at once (bgpd retries a
+// missing zebra only slowly).
+func (f *FRR) launchZebra() error {
+	conf := filepath.Join(f.dir, "zebra.conf")
+	if err := daemon.WriteFileAtomic(conf, f.cfg.RenderZebra()); err != nil {
+		return err
+	}
+	group := f.bins.vtyGroup
+	if group == "" {
+		group = "root"
+	}
+	f.zout = &logBuffer{}
+	p, err := daemon.Start("zebra", f.command(f.bins.zebra, "-u", "root", "-g", group,
+		"-z", f.zservPath(), "--vty_socket", f.vtyDir, "-P", "0", "-f", conf,
+		"-i", filepath.Join(f.dir, "zebra.pid"), "--log", "stdout"), f.zout)
+	if err != nil {
+		return err
+	}
+	f.zebra = p
+	return p.WaitReady(startTimeout, "zebra's vty and zserv socket", func() error {
+		if _, err := f.vtysh("zebra", "show interface brief"); err != nil {
+			return err
+		}
+		_, err := os.Stat(f.zservPath())
+		return err
+	})
 }
 
 // waitReady polls until bgpd shows every configured neighbor: bgpd reads
@@ -105,6 +174,11 @@ func (f *FRR) launch() (err error) {
 func (f *FRR) waitReady(timeout time.Duration) error {
 	if err := f.proc.WaitReady(timeout, "vtysh", f.hasNeighbors); err != nil {
 		return err
+	}
+	if f.cfg.Zebra {
+		if err := f.proc.WaitReady(timeout, "zebra's client bgp", f.zebraHasBGP); err != nil {
+			return err
+		}
 	}
 	if errs := f.out.errors(); len(errs) > 0 {
 		return fmt.Errorf("bgpd rejected config lines:\n%s", strings.Join(errs, "\n"))
@@ -125,10 +199,28 @@ func (f *FRR) hasNeighbors() error {
 	return nil
 }
 
+// zebraHasBGP: zebra lists bgpd among its clients, so bgpd learns the
+// interfaces and their addresses.
+func (f *FRR) zebraHasBGP() error {
+	out, err := f.vtysh("zebra", "show zebra client summary")
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if fs := strings.Fields(l); len(fs) > 0 && fs[0] == "bgp" {
+			return nil
+		}
+	}
+	return fmt.Errorf("zebra has no client bgp yet: %q", out)
+}
+
 func (f *FRR) cleanup() {
 	f.Stop()
 	if f.t.Failed() {
 		f.t.Logf("frrtest: %s output:\n%s", f, f.Log())
+		if f.zout != nil {
+			f.t.Logf("frrtest: %s zebra's output:\n%s", f, f.zout.String())
+		}
 	}
 }
 
@@ -137,9 +229,18 @@ func (f *FRR) cleanup() {
 // the peer disappear.
 func (f *FRR) Stop() {
 	f.stopOnce.Do(func() {
-		_ = f.proc.Stop(stopTimeout)
-		// Left behind only when bgpd did not exit cleanly.
-		_ = os.RemoveAll(filepath.Join(crashlogDir, fmt.Sprintf("bgpd.%d", f.proc.Pid())))
+		// bgpd first: zebra going first would make bgpd log the loss.
+		for _, d := range []struct {
+			name string
+			p    *daemon.Process
+		}{{"bgpd", f.proc}, {"zebra", f.zebra}} {
+			if d.p == nil {
+				continue
+			}
+			_ = d.p.Stop(stopTimeout)
+			// Left behind only when the daemon did not exit cleanly.
+			_ = os.RemoveAll(filepath.Join(crashlogDir, fmt.Sprintf("%s.%d", d.name, d.p.Pid())))
+		}
 	})
 }
 
@@ -148,10 +249,21 @@ func (f *FRR) Stop() {
 // "router bgp AS" then a neighbor command works), and returns vtysh's
 // standard output. vtysh's non-zero exit (a command FRR rejected, or bgpd
 // gone) is an error holding its output.
-func (f *FRR) Exec(cmds ...string) (string, error) {
+func (f *FRR) Exec(cmds ...string) (string, error) { return f.vtysh("bgpd", cmds...) }
+
+// ExecZebra is Exec on zebra (Config.Zebra only): `show interface`, `show
+// ipv6 route`...
+func (f *FRR) ExecZebra(cmds ...string) (string, error) {
+	if f.zebra == nil {
+		return "", fmt.Errorf("frrtest: %s runs without zebra", f)
+	}
+	return f.vtysh("zebra", cmds...)
+}
+
+func (f *FRR) vtysh(daemon string, cmds ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), vtyshTimeout)
 	defer cancel()
-	args := []string{"--vty_socket", f.vtyDir, "-d", "bgpd", "-H", filepath.Join(f.dir, "vtysh.history")}
+	args := []string{"--vty_socket", f.vtyDir, "-d", daemon, "-H", filepath.Join(f.dir, "vtysh.history")}
 	for _, c := range cmds {
 		args = append(args, "-c", c)
 	}
@@ -159,7 +271,7 @@ func (f *FRR) Exec(cmds ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, f.bins.vtysh, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("vtysh -c %q: %w: %s", cmds, err,
+		return stdout.String(), fmt.Errorf("vtysh -d %s -c %q: %w: %s", daemon, cmds, err,
 			strings.TrimSpace(stdout.String()+"\n"+stderr.String()))
 	}
 	return stdout.String(), nil

@@ -45,6 +45,16 @@ type NeighborState struct {
 	PortLocal   int    `json:"portLocal"`
 	HostForeign string `json:"hostForeign"`
 	PortForeign int    `json:"portForeign"`
+	// NexthopGlobal and NexthopLocal are the IPv6 next hops bgpd puts on
+	// the routes it sends this neighbor ("::" when none): the global one,
+	// and the link-local one of the interface the neighbor is reached
+	// through, which bgpd sends after the global one when the session is
+	// on a shared network (it needs zebra to know the interfaces).
+	NexthopGlobal string `json:"nexthopGlobal"`
+	NexthopLocal  string `json:"nexthopLocal"`
+	// Connection is "sharedNetwork" when the neighbor's address is on a
+	// subnet of one of bgpd's interfaces, else "nonSharedNetwork".
+	Connection string `json:"bgpConnection"`
 	// Messages counts the messages of all sessions so far (a reset
 	// shows as one more OPEN and NOTIFICATION each way).
 	Messages MessageStats `json:"messageStats"`

@@ -37,6 +37,7 @@ func TestParseNeighbors(t *testing.T) {
 			ConnectionsEstablished: 2, ConnectionsDropped: 1, LastResetReason: "No AFI/SAFI activated for peer",
 			HostLocal: "127.0.0.1", PortLocal: 17901, HostForeign: "127.0.0.2", PortForeign: 41791,
 			Uptime: time.Second, EstablishedAt: time.Unix(1795972510, 0), MD5: true,
+			NexthopGlobal: "::", NexthopLocal: "::", Connection: "nonSharedNetwork",
 		}},
 		{name: "passive-ibgp", addr: "127.0.0.8", want: NeighborState{
 			Address: "127.0.0.8", RemoteAS: 65001, LocalAS: 65001, State: "Active", RemoteRouterID: "0.0.0.0",

@@ -9,11 +9,15 @@ import (
 // commands are the configuration commands, run inside "router bgp AS",
 // that turn the running config old into new: only what differs, so an
 // unchanged neighbor is not touched and keeps its session. Address, Port
-// and AS cannot change (they are bgpd flags and the router's key).
+// and AS cannot change (they are bgpd flags and the router's key), nor
+// Namespace and Zebra (how the daemons run).
 func commands(old, new Config) ([]string, error) {
 	if old.Address != new.Address || old.Port != new.Port || old.AS != new.AS {
 		return nil, fmt.Errorf("frrtest: Reconfigure cannot change Address, Port or AS (%v:%d AS %d to %v:%d AS %d): Start another FRR",
 			old.Address, old.Port, old.AS, new.Address, new.Port, new.AS)
+	}
+	if old.Namespace != new.Namespace || old.Zebra != new.Zebra {
+		return nil, fmt.Errorf("frrtest: Reconfigure cannot change Namespace or Zebra: Start another FRR")
 	}
 	if !slices.Equal(old.Raw, new.Raw) || !sameAFExtra(old.Neighbors, new.Neighbors) ||
 		!slices.Equal(v6Only(old.Announce), v6Only(new.Announce)) {

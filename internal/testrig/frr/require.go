@@ -25,6 +25,13 @@ const minMajor, minMinor = 8, 4
 
 type binaries struct {
 	bgpd, vtysh, version string
+	// zebra is empty, and zebraErr says why, when zebra cannot be used;
+	// only a Config with Zebra needs it.
+	zebra    string
+	zebraErr error
+	// vtyGroup is the group zebra was built to give its vty socket
+	// (--enable-vty-group, "frrvty" on Debian); empty when none.
+	vtyGroup string
 }
 
 // lookup finds bgpd and vtysh once per process and checks bgpd's version.
@@ -51,7 +58,37 @@ func find() (binaries, error) {
 	if err != nil {
 		return binaries{}, fmt.Errorf("%s --version: %w", bgpd, err)
 	}
-	return binaries{bgpd: bgpd, vtysh: vtysh, version: v}, nil
+	b := binaries{bgpd: bgpd, vtysh: vtysh, version: v}
+	b.zebra, b.vtyGroup, b.zebraErr = findZebra()
+	return b, nil
+}
+
+// findZebra finds zebra next to bgpd's usual places and reads, from its
+// --version, the vty group it was built with.
+func findZebra() (string, string, error) {
+	zebra, err := daemon.LookPath(bgpdDirs, "zebra")
+	if err != nil {
+		return "", "", err
+	}
+	out, err := exec.Command(zebra, "--version").CombinedOutput()
+	if err != nil {
+		return "", "", fmt.Errorf("%s --version: %v: %s", zebra, err, strings.TrimSpace(string(out)))
+	}
+	return zebra, vtyGroup(string(out)), nil
+}
+
+// vtyGroup is the group of '--enable-vty-group=GROUP' in the configure
+// arguments that `zebra --version` prints; empty when it has none.
+func vtyGroup(version string) string {
+	_, rest, ok := strings.Cut(version, "--enable-vty-group=")
+	if !ok {
+		return ""
+	}
+	end := strings.IndexFunc(rest, func(r rune) bool { return r == '\'' || r == '"' || r <= ' ' })
+	if end < 0 {
+		end = len(rest)
+	}
+	return rest[:end]
 }
 
 // parseVersion reads "bgpd version X.Y.Z" from the first line and checks
@@ -91,6 +128,26 @@ func Require(t testing.TB) {
 	if _, err := lookup(); err != nil {
 		dependency.Missing(t, fmt.Sprintf("!!! FRR NOT AVAILABLE: %v. Install Debian's frr (make deps, as root).", err))
 	}
+}
+
+// requireZebra is Require for a Config with Zebra: zebra too, and ip
+// (iproute2) to run the daemons in the namespace.
+func requireZebra(t testing.TB) {
+	t.Helper()
+	Require(t)
+	if b, _ := lookup(); b.zebraErr != nil {
+		dependency.Missing(t, fmt.Sprintf("!!! FRR's zebra NOT AVAILABLE: %v. Install Debian's frr (make deps, as root).", b.zebraErr))
+	}
+}
+
+// requireIP: a Config with a Namespace needs iproute2's ip.
+func requireIP(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("ip")
+	if err != nil {
+		dependency.Missing(t, "!!! NO ip (iproute2): FRR in a network namespace runs through ip netns exec.")
+	}
+	return p
 }
 
 // FreePort is a TCP port on addr that was free a moment ago: the kernel
