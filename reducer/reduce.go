@@ -99,6 +99,8 @@ type tx struct {
 	// services: the service ranges and every service's host paths must be
 	// derived again (docs/routes.md §8.4).
 	services bool
+	// pools caches the winners of the pool index for poolOf.
+	pools poolCache
 }
 
 func (t *tx) markDirty(key string) { t.dirty[key] = struct{}{} }
