@@ -96,6 +96,9 @@ type tx struct {
 	// before this step.
 	routes   map[string]netip.Prefix
 	wasReady bool
+	// routeEdits are the route table's changes while routesDone derives
+	// the marked routes, made in one batch.
+	routeEdits []pmap.Edit[*state.TableRoute]
 	// services: the service ranges and every service's host paths must be
 	// derived again (docs/routes.md §8.4).
 	services bool

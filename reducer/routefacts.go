@@ -22,31 +22,54 @@ func (t *tx) bestPaths(a state.BestPathsChanged) {
 		in.Learned.Range(func(_ string, b *state.BestPaths) bool { t.markRoute(b.Prefix); return true })
 		in.Learned = pmap.New[*state.BestPaths]()
 	}
+	// The changes are one batch while the prefixes come in key order (the
+	// watch sorts them); a prefix out of order first makes the batch so far.
+	var edits []pmap.Edit[*state.BestPaths]
 	for _, b := range a.Prefixes {
 		if !b.Prefix.IsValid() {
 			continue // not unicast IPv4/IPv6: ignored (§11.5)
 		}
 		p := b.Prefix.Masked()
 		k := state.PrefixKey(p)
-		var paths []state.LearnedPath
-		for _, x := range b.Paths {
-			if !x.Withdrawn && !x.Local {
-				paths = append(paths, x)
-			}
+		if n := len(edits); n > 0 && k <= edits[n-1].Key {
+			in.Learned, edits = in.Learned.Apply(edits), nil
 		}
+		paths := countingPaths(b.Paths)
 		old, had := in.Learned.Get(k)
 		switch {
 		case len(paths) == 0 && had:
-			in.Learned = in.Learned.Delete(k)
+			edits = append(edits, pmap.Edit[*state.BestPaths]{Key: k, Delete: true})
 		case len(paths) == 0:
 			continue
 		case had && samePaths(old.Paths, paths):
 			continue
 		default:
-			in.Learned = in.Learned.Set(k, &state.BestPaths{Prefix: p, Paths: paths})
+			edits = append(edits, pmap.Edit[*state.BestPaths]{Key: k, Val: &state.BestPaths{Prefix: p, Paths: paths}})
 		}
 		t.markRoute(p)
 	}
+	in.Learned = in.Learned.Apply(edits)
+}
+
+// countingPaths are the paths that count, neither withdrawn nor local:
+// paths itself when all do.
+func countingPaths(paths []state.LearnedPath) []state.LearnedPath {
+	var out []state.LearnedPath
+	for i, x := range paths {
+		if x.Withdrawn || x.Local {
+			if out == nil {
+				out = append(make([]state.LearnedPath, 0, len(paths)-1), paths[:i]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, x)
+		}
+	}
+	if out == nil {
+		return paths
+	}
+	return out
 }
 
 func samePaths(a, b []state.LearnedPath) bool {

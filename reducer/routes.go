@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
 )
 
 // The route table (docs/routes.md §9): which prefix goes to drop or via
@@ -51,10 +52,14 @@ func (t *tx) routesDone(all bool) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// Each prefix is derived once, in key order, reading only its own
+	// entry of the table: the new entries are one batch.
+	t.routeEdits = make([]pmap.Edit[*state.TableRoute], 0, len(keys))
 	for _, k := range keys {
 		t.deriveRoute(k, t.routes[k])
 	}
-	t.routes = nil
+	t.s.Out.Routes = t.s.Out.Routes.Apply(t.routeEdits)
+	t.routes, t.routeEdits = nil, nil
 	if !t.wasReady && t.s.RoutesReady() {
 		t.goLive()
 	}
@@ -82,7 +87,8 @@ func (t *tx) deriveRoute(k string, p netip.Prefix) {
 	t.putRoute(k, old, n)
 }
 
-// putRoute stores n in place of old. A change of the desired route draws
+// putRoute stores n in place of old (an edit of the step's batch,
+// routesDone). A change of the desired route draws
 // a new generation and a call (docs/routes.md §10); before the table is
 // live nothing is called, and a held route equal to the desired one is
 // adopted without a call (§9.6 rule 2).
@@ -111,12 +117,12 @@ func (t *tx) putRoute(k string, old, n *state.TableRoute) {
 	if !n.Wanted() && n.Held == nil && n.NotInstalled == "" &&
 		n.Phase != state.RoutePhasePending && n.Phase != state.RoutePhaseFailed {
 		if old != nil {
-			t.s.Out.Routes = t.s.Out.Routes.Delete(k)
+			t.routeEdits = append(t.routeEdits, pmap.Edit[*state.TableRoute]{Key: k, Delete: true})
 		}
 		return
 	}
 	if old == nil || !tableRouteEqual(old, n) {
-		t.s.Out.Routes = t.s.Out.Routes.Set(k, n)
+		t.routeEdits = append(t.routeEdits, pmap.Edit[*state.TableRoute]{Key: k, Val: n})
 	}
 }
 
