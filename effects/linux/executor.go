@@ -110,7 +110,9 @@ func (e *Executor) Replace(ctx context.Context, r state.Route) error {
 		e.log.Warn("kernel route failed", "error", err)
 		return err
 	}
-	e.log.Debug("kernel route replaced", "route", r.String())
+	if e.log.Enabled(ctx, slog.LevelDebug) { // String is not free: skip it unless logged
+		e.log.Debug("kernel route replaced", "route", r.String())
+	}
 	return nil
 }
 
@@ -170,7 +172,9 @@ func (e *Executor) Delete(ctx context.Context, p netip.Prefix) error {
 		return err
 	}
 	e.setOwned(p, false)
-	e.log.Debug("kernel route deleted", "prefix", p.String())
+	if e.log.Enabled(ctx, slog.LevelDebug) {
+		e.log.Debug("kernel route deleted", "prefix", p.String())
+	}
 	return nil
 }
 
