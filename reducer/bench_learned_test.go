@@ -2,6 +2,7 @@ package reducer_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -94,6 +95,8 @@ func BenchmarkBestPathChange(b *testing.B) {
 	b.ReportMetric(q(0.99), "p99-ms")
 }
 
+var learnedEach = flag.Bool("learned-each", false, "BenchmarkLearnedEvent: also time Reduce of each result in turn")
+
 // learnedBase is node-a (10.0.0.1/24) with node-b and node-c in the mesh,
 // one flat pool and the table live on a dataplane that holds nothing.
 func learnedBase() state.State {
@@ -114,11 +117,14 @@ func learnedBase() state.State {
 // BenchmarkLearnedEvent: the pure core's share of installing n learned
 // prefixes from one peer (docs/routes.md §9.2, §10), per op: Reduce and
 // Diff of one BestPathsChanged listing them all (core), then Reduce of
-// the n results the dataplane reports (results; the instant dataplane's
-// calls are not timed). Reported per learned route: core-us/route and
-// results-us/route. effects/linux BenchmarkLearnedInstall sets the same
-// core against the kernel.
+// the n results the dataplane reports in one step, as the agent loop does
+// (results: reducer.ReduceRouteResults; the instant dataplane's calls are
+// not timed). Reported per learned route: core-us/route, results-us/route
+// and, with -learned-each, results-each-us/route (Reduce of each result
+// in turn, for comparison). effects/linux BenchmarkLearnedInstall sets the
+// same core against the kernel.
 func BenchmarkLearnedEvent(b *testing.B) {
+	each := *learnedEach
 	nb := netip.MustParseAddr("10.0.0.2")
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
@@ -128,7 +134,7 @@ func BenchmarkLearnedEvent(b *testing.B) {
 				ev.Prefixes[i] = learnedPaths(learnedPrefix(i), nb)
 			}
 			ctx := context.Background()
-			var core, results time.Duration
+			var core, results, oneByOne time.Duration
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -141,18 +147,30 @@ func BenchmarkLearnedEvent(b *testing.B) {
 				if dp.calls != n || len(res) != n {
 					b.Fatalf("%d calls, %d results for %d learned prefixes", dp.calls, len(res), n)
 				}
-				start = time.Now()
-				for _, r := range res {
-					next = reducer.Reduce(next, r)
+				applied := make([]state.TableRouteApplied, len(res))
+				for i, r := range res {
+					applied[i] = r.(state.TableRouteApplied)
 				}
+				start = time.Now()
+				done := reducer.ReduceRouteResults(next, applied)
 				results += time.Since(start)
-				if e, _ := next.Out.Routes.Get(state.PrefixKey(learnedPrefix(n - 1))); e == nil || e.Phase != state.RoutePhaseApplied {
+				if each {
+					start = time.Now()
+					for _, r := range res {
+						next = reducer.Reduce(next, r)
+					}
+					oneByOne += time.Since(start)
+				}
+				if e, _ := done.Out.Routes.Get(state.PrefixKey(learnedPrefix(n - 1))); e == nil || e.Phase != state.RoutePhaseApplied {
 					b.Fatalf("last route %+v, want applied", e)
 				}
 			}
 			per := float64(b.N) * float64(n) * 1e3
 			b.ReportMetric(float64(core.Nanoseconds())/per, "core-us/route")
 			b.ReportMetric(float64(results.Nanoseconds())/per, "results-us/route")
+			if each {
+				b.ReportMetric(float64(oneByOne.Nanoseconds())/per, "results-each-us/route")
+			}
 		})
 	}
 }

@@ -249,11 +249,24 @@ func (t *tx) tableRouteApplied(a state.TableRouteApplied) {
 	if !c.Wanted() {
 		c.Phase = ""
 		if c.NotInstalled == "" {
-			t.s.Out.Routes = t.s.Out.Routes.Delete(k)
+			t.writeRoute(pmap.Edit[*state.TableRoute]{Key: k, Delete: true})
 			return
 		}
 	}
-	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
+	t.writeRoute(pmap.Edit[*state.TableRoute]{Key: k, Val: &c})
+}
+
+// writeRoute makes one change of the route table: into the step's batch
+// while there is one (ReduceRouteResults), else at once.
+func (t *tx) writeRoute(e pmap.Edit[*state.TableRoute]) {
+	switch {
+	case t.routeEdits != nil:
+		t.routeEdits = append(t.routeEdits, e)
+	case e.Delete:
+		t.s.Out.Routes = t.s.Out.Routes.Delete(e.Key)
+	default:
+		t.s.Out.Routes = t.s.Out.Routes.Set(e.Key, e.Val)
+	}
 }
 
 // tableRouteFailed: failed routes are data (docs/routes.md §9.7 rule 3):
