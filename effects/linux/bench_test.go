@@ -81,18 +81,24 @@ func heapAlloc() uint64 {
 //     every route applied: timed on its own, not part of agent-s.
 //
 // Reported: floor-s, agent-s, core-s (Reduce+Diff alone), results-s,
-// ratio (agent/floor), ratio-with-results ((agent+results)/floor) and
-// heap-B/route (the State's HeapAlloc growth after GC over the event and
-// its results, per learned route). Run with -benchtime 1x.
+// ratio (agent/floor), ratio-with-results ((agent+results)/floor), the
+// process CPU time (user+sys, the runtime's own threads included) of the
+// floor and the agent, floor-cpu-s and agent-cpu-s, and their cpu-ratio
+// (less sensitive than wall time to a shared machine), and heap-B/route
+// (the State's HeapAlloc growth after GC over the event and its results,
+// per learned route). Run with -benchtime 1x.
 func BenchmarkLearnedInstall(b *testing.B) {
 	for _, n := range learnedSizes {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
-			var floor, agent, core, results time.Duration
+			var floor, agent, core, results, floorCPU, agentCPU time.Duration
 			var perRoute float64
 			for i := 0; i < b.N; i++ {
-				floor += installFloor(b, n)
+				var c time.Duration
+				floor += installFloor(b, n, &c)
+				floorCPU += c
 				r := installAgent(b, n)
 				agent, core, results, perRoute = agent+r.total, core+r.core, results+r.results, r.heapPerRoute
+				agentCPU += r.cpu
 			}
 			b.ReportMetric(floor.Seconds()/float64(b.N), "floor-s")
 			b.ReportMetric(agent.Seconds()/float64(b.N), "agent-s")
@@ -100,14 +106,28 @@ func BenchmarkLearnedInstall(b *testing.B) {
 			b.ReportMetric(results.Seconds()/float64(b.N), "results-s")
 			b.ReportMetric(agent.Seconds()/floor.Seconds(), "ratio")
 			b.ReportMetric((agent+results).Seconds()/floor.Seconds(), "ratio-with-results")
+			b.ReportMetric(floorCPU.Seconds()/float64(b.N), "floor-cpu-s")
+			b.ReportMetric(agentCPU.Seconds()/float64(b.N), "agent-cpu-s")
+			b.ReportMetric(agentCPU.Seconds()/floorCPU.Seconds(), "cpu-ratio")
 			b.ReportMetric(perRoute, "heap-B/route")
 		})
 	}
 }
 
-func installFloor(b *testing.B, n int) time.Duration {
+// processCPU is the process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// installFloor returns the loop's wall time; cpu becomes its CPU time.
+func installFloor(b *testing.B, n int, cpu *time.Duration) time.Duration {
 	ns := newNS(b)
 	gw := net.ParseIP("10.0.0.2")
+	cpu0 := processCPU()
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		p := learnedPrefix(i)
@@ -124,13 +144,14 @@ func installFloor(b *testing.B, n int) time.Duration {
 		}
 	}
 	d := time.Since(start)
+	*cpu = processCPU() - cpu0
 	countOwn(b, ns, n)
 	return d
 }
 
 type agentRun struct {
-	total, core, results time.Duration
-	heapPerRoute         float64
+	total, core, results, cpu time.Duration
+	heapPerRoute              float64
 }
 
 func installAgent(b *testing.B, n int) agentRun {
@@ -140,12 +161,14 @@ func installAgent(b *testing.B, n int) agentRun {
 	before := heapAlloc()
 	ev := learnedEvent(n)
 	var r agentRun
+	cpu0 := processCPU()
 	start := time.Now()
 	next := reducer.Reduce(s, ev)
 	effs := effects.Diff(s, next)
 	r.core = time.Since(start)
 	res := effects.ApplyRoutes(context.Background(), dp, effs)
 	r.total = time.Since(start)
+	r.cpu = processCPU() - cpu0
 	if len(effs) < n {
 		b.Fatalf("agent: %d effects for %d learned prefixes", len(effs), n)
 	}
