@@ -78,3 +78,34 @@ func TestPoolOfAgreesWithScan(t *testing.T) {
 	tx.upsertPool(&state.IPPool{Name: "v6-inner", CIDR: "fd00:10:0:1::/64"})
 	check("after pool changes in the same step")
 }
+
+// TestCompareKeysIsKeyOrder: routesDone sorts prefixes with compareKeys
+// instead of making their keys; the order must be the keys' order.
+func TestCompareKeysIsKeyOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	var ps []netip.Prefix
+	for range 3000 {
+		var a netip.Addr
+		switch r.IntN(3) {
+		case 0:
+			a = netip.AddrFrom4([4]byte{10, byte(r.IntN(3)), byte(r.IntN(3)), byte(r.IntN(256))})
+		case 1:
+			a = netip.AddrFrom16([16]byte{0xfd, 0, 15: byte(r.IntN(256))})
+		default:
+			a = netip.AddrFrom16([16]byte{10: 0xff, 11: 0xff, 12: 10, 15: byte(r.IntN(256))}) // IPv4-mapped
+		}
+		p := netip.PrefixFrom(a, r.IntN(a.BitLen()+1))
+		if r.IntN(2) == 0 {
+			p = p.Masked()
+		}
+		ps = append(ps, p)
+	}
+	ps = append(ps, netip.Prefix{})
+	for i := 1; i < len(ps); i++ {
+		a, b := ps[i-1], ps[i]
+		want := strings.Compare(state.PrefixKey(a), state.PrefixKey(b))
+		if got := compareKeys(a, b); (got < 0) != (want < 0) || (got == 0) != (want == 0) {
+			t.Fatalf("compareKeys(%s, %s) = %d, the keys compare %d", a, b, got, want)
+		}
+	}
+}

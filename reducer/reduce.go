@@ -91,11 +91,13 @@ type tx struct {
 	// again; allPaths: every one (docs/routes.md §8.1).
 	paths    map[string]netip.Prefix
 	allPaths bool
-	// routes are the prefixes (by PrefixKey) whose route must be derived
-	// again (docs/routes.md §9.2); wasReady: route calls were already made
-	// before this step.
-	routes   map[string]netip.Prefix
+	// routes are the prefixes whose route must be derived again, in any
+	// order, repeated or not (docs/routes.md §9.2); wasReady: route calls
+	// were already made before this step.
+	routes   []netip.Prefix
 	wasReady bool
+	// ready: the table is live, while routesDone derives the marked routes.
+	ready bool
 	// routeEdits are the route table's changes while routesDone derives
 	// the marked routes, made in one batch.
 	routeEdits []pmap.Edit[*state.TableRoute]

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/peeragent/peeragent/state"
@@ -17,11 +16,18 @@ import (
 // best-path change re-derives only its prefix.
 
 // markRoute: the route of prefix p must be derived again before the step ends.
-func (t *tx) markRoute(p netip.Prefix) {
-	if t.routes == nil {
-		t.routes = map[string]netip.Prefix{}
+func (t *tx) markRoute(p netip.Prefix) { t.routes = append(t.routes, p) }
+
+// compareKeys orders prefixes as their state.PrefixKey do, without making
+// the keys: by address (IPv4 first), then length.
+func compareKeys(a, b netip.Prefix) int {
+	if !a.IsValid() || !b.IsValid() {
+		return strings.Compare(state.PrefixKey(a), state.PrefixKey(b))
 	}
-	t.routes[state.PrefixKey(p)] = p
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
 }
 
 // markRoutesInside marks every learned prefix inside c (c itself included).
@@ -47,16 +53,16 @@ func (t *tx) routesDone(all bool) {
 		t.s.Out.Routes.Range(func(_ string, r *state.TableRoute) bool { t.markRoute(r.Prefix); return true })
 		t.s.Index.Origins.Range(func(_ string, o *state.Origins) bool { t.markRoute(o.Prefix); return true })
 	}
-	keys := make([]string, 0, len(t.routes))
-	for k := range t.routes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	marked := t.routes
+	slices.SortFunc(marked, compareKeys)
+	marked = slices.Compact(marked)
 	// Each prefix is derived once, in key order, reading only its own
-	// entry of the table: the new entries are one batch.
-	t.routeEdits = make([]pmap.Edit[*state.TableRoute], 0, len(keys))
-	for _, k := range keys {
-		t.deriveRoute(k, t.routes[k])
+	// entry of the table: the new entries are one batch. Nothing the loop
+	// does changes whether the table is live.
+	t.routeEdits = make([]pmap.Edit[*state.TableRoute], 0, len(marked))
+	t.ready = t.s.RoutesReady()
+	for _, p := range marked {
+		t.deriveRoute(state.PrefixKey(p), p)
 	}
 	t.s.Out.Routes = t.s.Out.Routes.Apply(t.routeEdits)
 	t.routes, t.routeEdits = nil, nil
@@ -97,7 +103,7 @@ func (t *tx) putRoute(k string, old, n *state.TableRoute) {
 		t.s.Routing.Seq++
 		n.Gen, n.Attempts, n.LastError, n.Retry = t.s.Routing.Seq, 0, "", 0
 		t.setProblems(routeFailBucket(k), nil)
-		ready := t.s.RoutesReady()
+		ready := t.ready
 		switch {
 		case n.Wanted() && ready && state.SameRoute(n.Held, n.Target()):
 			n.Phase, n.Held = state.RoutePhaseAdopted, nil
