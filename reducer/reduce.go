@@ -94,7 +94,7 @@ type tx struct {
 	// routes are the prefixes whose route must be derived again, in any
 	// order, repeated or not (docs/routes.md §9.2); wasReady: route calls
 	// were already made before this step.
-	routes   []netip.Prefix
+	routes   []markedRoute
 	wasReady bool
 	// ready: the table is live, while routesDone derives the marked routes.
 	ready bool

@@ -253,7 +253,7 @@ func ReduceRouteResults(s state.State, rs []state.TableRouteApplied) state.State
 		if n := len(t.routeEdits); n > 0 && k <= t.routeEdits[n-1].Key {
 			t.s.Out.Routes, t.routeEdits = t.s.Out.Routes.Apply(t.routeEdits), t.routeEdits[:0]
 		}
-		t.tableRouteApplied(a)
+		t.tableRouteAppliedAt(k, a)
 	}
 	t.s.Out.Routes, t.routeEdits = t.s.Out.Routes.Apply(t.routeEdits), nil
 	t.routesDone(false)

@@ -24,7 +24,7 @@ func (t *tx) bestPaths(a state.BestPathsChanged) {
 	}
 	// The changes are one batch while the prefixes come in key order (the
 	// watch sorts them); a prefix out of order first makes the batch so far.
-	var edits []pmap.Edit[*state.BestPaths]
+	edits := make([]pmap.Edit[*state.BestPaths], 0, len(a.Prefixes))
 	for _, b := range a.Prefixes {
 		if !b.Prefix.IsValid() {
 			continue // not unicast IPv4/IPv6: ignored (§11.5)
@@ -32,7 +32,7 @@ func (t *tx) bestPaths(a state.BestPathsChanged) {
 		p := b.Prefix.Masked()
 		k := state.PrefixKey(p)
 		if n := len(edits); n > 0 && k <= edits[n-1].Key {
-			in.Learned, edits = in.Learned.Apply(edits), nil
+			in.Learned, edits = in.Learned.Apply(edits), edits[:0]
 		}
 		paths := countingPaths(b.Paths)
 		old, had := in.Learned.Get(k)
@@ -46,7 +46,7 @@ func (t *tx) bestPaths(a state.BestPathsChanged) {
 		default:
 			edits = append(edits, pmap.Edit[*state.BestPaths]{Key: k, Val: &state.BestPaths{Prefix: p, Paths: paths}})
 		}
-		t.markRoute(p)
+		t.markRouteKey(p, k)
 	}
 	in.Learned = in.Learned.Apply(edits)
 }
@@ -234,7 +234,11 @@ func (t *tx) settled() bool {
 // tableRouteApplied: the call of the current generation of a prefix is
 // done (docs/routes.md §9.7); a removal that is done ends the entry.
 func (t *tx) tableRouteApplied(a state.TableRouteApplied) {
-	k := state.PrefixKey(a.Prefix.Masked())
+	t.tableRouteAppliedAt(state.PrefixKey(a.Prefix.Masked()), a)
+}
+
+// tableRouteAppliedAt is tableRouteApplied with the prefix's key k.
+func (t *tx) tableRouteAppliedAt(k string, a state.TableRouteApplied) {
 	e, ok := t.s.Out.Routes.Get(k)
 	if !ok || e.Gen != a.Gen || e.Phase != state.RoutePhasePending {
 		return
@@ -245,7 +249,7 @@ func (t *tx) tableRouteApplied(a state.TableRouteApplied) {
 	if a.Skipped {
 		c.Phase = state.RoutePhaseSkipped
 	}
-	t.setProblems(routeFailBucket(k), nil)
+	t.clearRouteFailure(k)
 	if !c.Wanted() {
 		c.Phase = ""
 		if c.NotInstalled == "" {

@@ -16,7 +16,18 @@ import (
 // best-path change re-derives only its prefix.
 
 // markRoute: the route of prefix p must be derived again before the step ends.
-func (t *tx) markRoute(p netip.Prefix) { t.routes = append(t.routes, p) }
+func (t *tx) markRoute(p netip.Prefix) { t.routes = append(t.routes, markedRoute{p: p}) }
+
+// markRouteKey is markRoute of p whose state.PrefixKey k is at hand.
+func (t *tx) markRouteKey(p netip.Prefix, k string) {
+	t.routes = append(t.routes, markedRoute{p: p, k: k})
+}
+
+// markedRoute is a prefix to derive again, with its key when known.
+type markedRoute struct {
+	p netip.Prefix
+	k string
+}
 
 // compareKeys orders prefixes as their state.PrefixKey do, without making
 // the keys: by address (IPv4 first), then length.
@@ -54,15 +65,18 @@ func (t *tx) routesDone(all bool) {
 		t.s.Index.Origins.Range(func(_ string, o *state.Origins) bool { t.markRoute(o.Prefix); return true })
 	}
 	marked := t.routes
-	slices.SortFunc(marked, compareKeys)
-	marked = slices.Compact(marked)
+	slices.SortFunc(marked, func(a, b markedRoute) int { return compareKeys(a.p, b.p) })
+	marked = slices.CompactFunc(marked, func(a, b markedRoute) bool { return a.p == b.p })
 	// Each prefix is derived once, in key order, reading only its own
 	// entry of the table: the new entries are one batch. Nothing the loop
 	// does changes whether the table is live.
 	t.routeEdits = make([]pmap.Edit[*state.TableRoute], 0, len(marked))
 	t.ready = t.s.RoutesReady()
-	for _, p := range marked {
-		t.deriveRoute(state.PrefixKey(p), p)
+	for _, m := range marked {
+		if m.k == "" {
+			m.k = state.PrefixKey(m.p)
+		}
+		t.deriveRoute(m.k, m.p)
 	}
 	t.s.Out.Routes = t.s.Out.Routes.Apply(t.routeEdits)
 	t.routes, t.routeEdits = nil, nil
@@ -89,7 +103,9 @@ func (t *tx) deriveRoute(k string, p netip.Prefix) {
 		n.Via, n.NotInstalled, probs = t.learnedRoute(k, b)
 		n.Origin = "learned"
 	}
-	t.setProblems(routeBucket(k), probs)
+	if len(probs) > 0 || t.hasProblems("route/", k) {
+		t.setProblems(routeBucket(k), probs)
+	}
 	t.putRoute(k, old, n)
 }
 
@@ -102,7 +118,7 @@ func (t *tx) putRoute(k string, old, n *state.TableRoute) {
 	if !sameWant(old, n) {
 		t.s.Routing.Seq++
 		n.Gen, n.Attempts, n.LastError, n.Retry = t.s.Routing.Seq, 0, "", 0
-		t.setProblems(routeFailBucket(k), nil)
+		t.clearRouteFailure(k)
 		ready := t.ready
 		switch {
 		case n.Wanted() && ready && state.SameRoute(n.Held, n.Target()):
@@ -277,5 +293,19 @@ func nodeSubnet(l *state.NodeEntry, v6 bool) netip.Prefix {
 }
 
 func routeBucket(prefixKey string) string     { return "route/" + prefixKey }
+
+// hasProblems reports whether the problem bucket bucket+key holds any,
+// without making its name (a step over many routes has few problems).
+func (t *tx) hasProblems(bucket, key string) bool {
+	_, ok := t.s.Out.Problems.Get(bucket + key)
+	return ok
+}
+
+// clearRouteFailure ends the problem of a failed route call of key, if any.
+func (t *tx) clearRouteFailure(key string) {
+	if t.hasProblems("routefail/", key) {
+		t.setProblems(routeFailBucket(key), nil)
+	}
+}
 func routeFailBucket(prefixKey string) string { return "routefail/" + prefixKey }
 func routeObject(p netip.Prefix) string       { return "route/" + p.String() }
