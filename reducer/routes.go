@@ -292,7 +292,7 @@ func nodeSubnet(l *state.NodeEntry, v6 bool) netip.Prefix {
 	return p.Masked()
 }
 
-func routeBucket(prefixKey string) string     { return "route/" + prefixKey }
+func routeBucket(prefixKey string) string { return "route/" + prefixKey }
 
 // hasProblems reports whether the problem bucket bucket+key holds any,
 // without making its name (a step over many routes has few problems).
