@@ -221,6 +221,8 @@ func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, [
 			self++
 		case pool != nil && needsEncap(pool, nh, l):
 			encap++
+		case via == nil && len(b.Paths) == 1 && path.NextHops[0] == nh:
+			via = path.NextHops[:1:1] // shared: the usual single next hop costs no copy
 		default:
 			via = append(via, nh)
 		}

@@ -85,8 +85,9 @@ func heapAlloc() uint64 {
 // process CPU time (user+sys, the runtime's own threads included) of the
 // floor and the agent, floor-cpu-s and agent-cpu-s, and their cpu-ratio
 // (less sensitive than wall time to a shared machine), and heap-B/route
-// (the State's HeapAlloc growth after GC over the event and its results,
-// per learned route). Run with -benchtime 1x.
+// (the HeapAlloc growth after GC over the event and its results, per
+// learned route: the State and the executor's ownership of the routes).
+// Run with -benchtime 1x.
 func BenchmarkLearnedInstall(b *testing.B) {
 	for _, n := range learnedSizes {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
@@ -189,6 +190,7 @@ func installAgent(b *testing.B, n int) agentRun {
 	ev, effs, res, applied, next = state.BestPathsChanged{}, nil, nil, nil, state.State{}
 	after := heapAlloc()
 	runtime.KeepAlive(s)
+	runtime.KeepAlive(dp) // its ownership of the routes is the agent's heap too
 	countOwn(b, ns, n)
 	r.heapPerRoute = float64(int64(after)-int64(before)) / float64(n)
 	return r
