@@ -151,15 +151,16 @@ func (l *Loop) step(batch []state.Action) {
 			routes = append(routes, r)
 			if _, next := nextAction(batch, i).(state.TableRouteApplied); !next {
 				s = reducer.ReduceRouteResults(s, routes)
+				l.metrics.actionN(a, len(routes))
 				routes = routes[:0]
 			}
 		} else {
 			before := s
 			s = reducer.Reduce(s, a)
 			l.metrics.sessionChanged(before, s, a)
+			l.metrics.action(a)
 		}
 		l.journal.Add(a, l.now())
-		l.metrics.action(a)
 		for _, o := range l.observe {
 			o(a)
 		}
