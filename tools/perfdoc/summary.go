@@ -134,7 +134,7 @@ func learnedText(g getter) string {
 			"event: Reduce, Diff and the Linux executor's calls), against %s for a bare loop of netlink RouteReplace of the "+
 			"same routes: %.2fx in wall time, %.2fx in CPU time. The pure core (Reduce and Diff) took %s of it, "+
 			"%.1f µs per route; reducing the 100,000 results afterwards, as the agent loop does, took %s more "+
-			"(%.2fx with it). The State holds %s bytes of heap per learned route.",
+			"(%.2fx with it). The agent holds %s bytes of heap per learned route (its State and the executor's record of the routes it owns).",
 			secs(a), secs(f), ratio, cpu, secs(c), c/100000*1e6, secs(res), g(learnedMax, "ratio-with-results"), count(heap))
 	}
 	if p99, p50 := g(bestPath, "p99-ms"), g(bestPath, "p50-ms"); ok(p99, p50) {

@@ -68,10 +68,10 @@ timed from the event to the last call's return; *core-s* is its Reduce and Diff 
 is the reduction of the n results afterwards, as the agent loop makes it (one step,
 reducer.ReduceRouteResults), until the State has every route applied; it is reported apart, and
 *ratio-with-results* adds it. *cpu-ratio* compares the process's CPU time (user and system, the Go
-runtime's threads included) over the two. *heap-B/route* is the live heap (after GC) the State
-gained over the event and its results, per route. *BenchmarkBestPathChange* (reducer) moves one
-prefix's best path with 10,000 learned prefixes installed: Reduce, Diff and the call on an
-instant dataplane, per change.
+runtime's threads included) over the two. *heap-B/route* is the live heap (after GC) gained over
+the event and its results, per route: the State and the executor's record of the routes it owns.
+*BenchmarkBestPathChange* (reducer) moves one prefix's best path with 10,000 learned prefixes
+installed: Reduce, Diff and the call on an instant dataplane, per change.
 
 **Reducer** benchmarks are the core's own (Reduce and Diff of one change, and from scratch), up
 to 10,000 peers; the 100,000-peer size takes minutes and is left to a manual run.
