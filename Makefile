@@ -82,7 +82,7 @@ bench:
 	$(GO) test -run '^$$' -bench '^Benchmark(OwnAffinityChange|ServiceEndpointChange)$$' -benchmem -benchtime 200ms -count 6 ./reducer | tee -a bench.txt; \
 	$(GO) test -run '^$$' -bench '^BenchmarkOwnPaths$$' -benchtime 1x -count 6 ./effects/gobgp | tee -a bench.txt; \
 	$(GO) test -run '^$$' -bench '^BenchmarkBestPathChange$$' -benchmem -benchtime 2000x -count 3 ./reducer | tee -a bench.txt; \
-	$(GO) test -run '^$$' -bench '^BenchmarkLearnedInstall$$/^routes=(1000|10000|100000)$$' -benchtime 1x -count 1 -timeout 30m ./effects/linux | tee -a bench.txt; \
+	$(GO) test -run '^$$' -bench '^BenchmarkLearnedInstall$$/^routes=(1000|10000|100000)$$' -benchtime 1x -count 3 -timeout 30m ./effects/linux | tee -a bench.txt; \
 	$(BENCH_AGENT) -bench '^BenchmarkConvergence$$/^mesh=' -count 10 ./cmd/peeragent | tee -a bench.txt; \
 	$(BENCH_AGENT) -bench '^Benchmark(Convergence|Churn)$$/^(peers=|gobgp$$)' -count 1 \
 	  -cpuprofile bench-tenk.prof ./cmd/peeragent | tee -a bench.txt; \

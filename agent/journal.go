@@ -16,13 +16,22 @@ type Entry struct {
 	Action json.RawMessage `json:"action"`
 }
 
-// Journal keeps the last N actions the loop reduced.
+// Journal keeps the last N actions the loop reduced. It keeps the actions
+// themselves (values no one modifies) and writes their journal form when
+// read: the loop never pays for encoding, which for a best-path event
+// listing 100,000 prefixes, or for its 100,000 results, is most of a step.
 type Journal struct {
 	mu   sync.Mutex
-	buf  []Entry
+	buf  []kept
 	next int
 	full bool
 	seq  uint64
+}
+
+type kept struct {
+	seq uint64
+	at  time.Time
+	a   state.Action
 }
 
 // NewJournal keeps up to n entries.
@@ -30,19 +39,15 @@ func NewJournal(n int) *Journal {
 	if n < 1 {
 		n = 1
 	}
-	return &Journal{buf: make([]Entry, n)}
+	return &Journal{buf: make([]kept, n)}
 }
 
 // Add records an action.
 func (j *Journal) Add(a state.Action, at time.Time) {
-	raw, err := state.EncodeAction(a)
-	if err != nil {
-		raw, _ = json.Marshal(map[string]string{"unencodable": a.ActionName()})
-	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.seq++
-	j.buf[j.next] = Entry{Seq: j.seq, At: at, Action: raw}
+	j.buf[j.next] = kept{seq: j.seq, at: at, a: a}
 	j.next = (j.next + 1) % len(j.buf)
 	if j.next == 0 {
 		j.full = true
@@ -52,9 +57,18 @@ func (j *Journal) Add(a state.Action, at time.Time) {
 // Entries returns the kept entries, oldest first.
 func (j *Journal) Entries() []Entry {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	if !j.full {
-		return append([]Entry(nil), j.buf[:j.next]...)
+	ks := append([]kept(nil), j.buf[:j.next]...)
+	if j.full {
+		ks = append(append([]kept(nil), j.buf[j.next:]...), ks...)
 	}
-	return append(append([]Entry(nil), j.buf[j.next:]...), j.buf[:j.next]...)
+	j.mu.Unlock()
+	out := make([]Entry, len(ks))
+	for i, k := range ks {
+		raw, err := state.EncodeAction(k.a)
+		if err != nil {
+			raw, _ = json.Marshal(map[string]string{"unencodable": k.a.ActionName()})
+		}
+		out[i] = Entry{Seq: k.seq, At: k.at, Action: raw}
+	}
+	return out
 }

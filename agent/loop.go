@@ -143,12 +143,24 @@ func (l *Loop) step(batch []state.Action) {
 	prev := *l.cur.Load()
 	s := prev
 	t0 := time.Now()
-	for _, a := range batch {
-		before := s
-		s = reducer.Reduce(s, a)
-		l.metrics.sessionChanged(before, s, a)
+	var routes []state.TableRouteApplied
+	for i, a := range batch {
+		// A run of route results (one per route the dataplane took) is
+		// reduced as one step: the State is the same, the cost a fraction.
+		if r, ok := a.(state.TableRouteApplied); ok {
+			routes = append(routes, r)
+			if _, next := nextAction(batch, i).(state.TableRouteApplied); !next {
+				s = reducer.ReduceRouteResults(s, routes)
+				l.metrics.actionN(a, len(routes))
+				routes = routes[:0]
+			}
+		} else {
+			before := s
+			s = reducer.Reduce(s, a)
+			l.metrics.sessionChanged(before, s, a)
+			l.metrics.action(a)
+		}
 		l.journal.Add(a, l.now())
-		l.metrics.action(a)
 		for _, o := range l.observe {
 			o(a)
 		}
@@ -169,6 +181,13 @@ func (l *Loop) step(batch []state.Action) {
 	} else if s.AllSynced() && l.pendingQ.Load() == 0 {
 		l.ready.Store(true)
 	}
+}
+
+func nextAction(batch []state.Action, i int) state.Action {
+	if i+1 < len(batch) {
+		return batch[i+1]
+	}
+	return nil
 }
 
 // runEffects executes effect batches in order, off the loop, and feeds

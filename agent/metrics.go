@@ -52,10 +52,13 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-func (m *Metrics) action(a state.Action) {
-	m.actions.WithLabelValues(a.ActionName()).Inc()
+func (m *Metrics) action(a state.Action) { m.actionN(a, 1) }
+
+// actionN counts n actions of a's kind.
+func (m *Metrics) actionN(a state.Action, n int) {
+	m.actions.WithLabelValues(a.ActionName()).Add(float64(n))
 	if _, ok := a.(state.RetryDue); ok {
-		m.retries.Inc()
+		m.retries.Add(float64(n))
 	}
 }
 
@@ -164,7 +167,7 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 		prefix netip.Prefix
 		gen    uint64
 	}
-	table := map[tableKey]string{}
+	table := make(map[tableKey]string, len(results))
 	paths := map[tableKey]string{} // own path calls (docs/routes.md §10)
 	rescans := map[uint64]string{} // docs/routes.md §9.7 rule 6
 	server := ""
@@ -197,10 +200,14 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 			}
 		}
 	}
+	// Counted per label pair, then added: a batch of 100,000 route calls
+	// is a few counter updates, not 200,000.
+	type labels struct{ kind, result string }
+	counts := map[labels]int{}
 	for _, e := range effs {
 		ref := e.Ref()
 		kind := ref.Kind.String()
-		m.effects.WithLabelValues(kind, "issued").Inc()
+		counts[labels{kind, "issued"}]++
 		var res string
 		switch k := ref.Kind; {
 		case k.Peer():
@@ -215,8 +222,11 @@ func (m *Metrics) executed(effs []effects.Effect, results []state.Action) {
 			res = server
 		}
 		if res != "" {
-			m.effects.WithLabelValues(kind, res).Inc()
+			counts[labels{kind, res}]++
 		}
+	}
+	for l, n := range counts {
+		m.effects.WithLabelValues(l.kind, l.result).Add(float64(n))
 	}
 }
 

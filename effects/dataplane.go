@@ -74,6 +74,13 @@ type routeKey struct {
 	gen    uint64
 }
 
+func (k routeKey) less(o routeKey) bool {
+	if c := k.prefix.Compare(o.prefix); c != 0 {
+		return c < 0
+	}
+	return k.gen < o.gen
+}
+
 // ApplyRoutes carries out the ReplaceRoute and RemoveRoute effects of effs
 // on dp, in order, and returns one TableRouteApplied or
 // TableRouteApplyFailed per (prefix, generation), in the order they first
@@ -84,7 +91,10 @@ type routeKey struct {
 func ApplyRoutes(ctx context.Context, dp Dataplane, effs []Effect) []state.Action {
 	var order []routeKey
 	var rescans []state.Action
-	failures := map[routeKey][]string{}
+	var failures [][]string // per entry of order
+	// at finds a key's entry once the keys stop coming in increasing
+	// order (Diff emits them in prefix order, so it is rarely needed).
+	var at map[routeKey]int
 	for _, e := range effs {
 		var k routeKey
 		var err error
@@ -106,17 +116,32 @@ func ApplyRoutes(ctx context.Context, dp Dataplane, effs []Effect) []state.Actio
 		default:
 			continue
 		}
-		if _, seen := failures[k]; !seen {
-			order = append(order, k)
-			failures[k] = nil
+		i := -1
+		if n := len(order); at != nil || (n > 0 && !order[n-1].less(k)) {
+			if at == nil {
+				at = make(map[routeKey]int, len(order))
+				for j, o := range order {
+					at[o] = j
+				}
+			}
+			if j, seen := at[k]; seen {
+				i = j
+			}
+		}
+		if i < 0 {
+			i = len(order)
+			order, failures = append(order, k), append(failures, nil)
+			if at != nil {
+				at[k] = i
+			}
 		}
 		if err != nil {
-			failures[k] = append(failures[k], err.Error())
+			failures[i] = append(failures[i], err.Error())
 		}
 	}
 	out := make([]state.Action, 0, len(order))
-	for _, k := range order {
-		if errs := failures[k]; len(errs) > 0 {
+	for i, k := range order {
+		if errs := failures[i]; len(errs) > 0 {
 			out = append(out, state.TableRouteApplyFailed{Prefix: k.prefix, Gen: k.gen, Error: strings.Join(errs, "; ")})
 			continue
 		}

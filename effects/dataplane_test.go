@@ -63,6 +63,25 @@ func TestApplyRoutes(t *testing.T) {
 			t.Errorf("results (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("one-result-per-prefix-and-generation", func(t *testing.T) {
+		p3 := netip.MustParsePrefix("10.244.9.0/26")
+		d := &recordingDataplane{fail: map[netip.Prefix]bool{p3: true}}
+		got := ApplyRoutes(context.Background(), d, []Effect{
+			ReplaceRoute{Route: state.Route{Prefix: p3, Drop: true}, Gen: 5},
+			ReplaceRoute{Route: state.Route{Prefix: p1, Via: []netip.Addr{a}}, Gen: 4}, // before p3: out of order
+			RemoveRoute{Prefix: p3, Gen: 5},
+			ReplaceRoute{Route: state.Route{Prefix: p1, Via: []netip.Addr{b}}, Gen: 4},
+			ReplaceRoute{Route: state.Route{Prefix: p3, Drop: true}, Gen: 6},
+		})
+		want := []state.Action{
+			state.TableRouteApplyFailed{Prefix: p3, Gen: 5, Error: "replace route 10.244.9.0/26 drop: refused; delete route 10.244.9.0/26: refused"},
+			state.TableRouteApplied{Prefix: p1, Gen: 4},
+			state.TableRouteApplyFailed{Prefix: p3, Gen: 6, Error: "replace route 10.244.9.0/26 drop: refused"},
+		}
+		if diff := cmp.Diff(want, got, cmp.Comparer(func(x, y netip.Prefix) bool { return x == y })); diff != "" {
+			t.Errorf("results (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("none-skips-every-route", func(t *testing.T) {
 		for _, r := range ApplyRoutes(context.Background(), nil, effs) {
 			if ok := r.(state.TableRouteApplied).Skipped; !ok {

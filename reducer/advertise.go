@@ -1,13 +1,16 @@
 package reducer
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
 )
 
 // markPath: the path of prefix p must be derived again before the step ends.
@@ -148,21 +151,79 @@ func (t *tx) insideOwnBlock(p netip.Prefix) bool {
 // CIDR the smallest name), and whether any pool containing p disables BGP
 // export (docs/routes.md §8.1 rule 6): nil, false outside every pool.
 func (t *tx) poolOf(p netip.Prefix) (pool *state.IPPool, noBGP bool) {
-	for bits := p.Bits(); bits >= 0; bits-- {
-		q := netip.PrefixFrom(p.Addr(), bits).Masked()
-		prefix := state.PrefixKey(q) + "/"
-		t.s.Index.PoolsByCIDR.RangeFrom(prefix, func(key, name string) bool {
-			if strings.HasPrefix(key, prefix) {
-				e, _ := t.s.Inputs.Pools.Get(name)
-				if pool == nil {
-					pool = e.Spec
-				}
-				noBGP = noBGP || noExport(e)
-			}
-			return false // the first at a CIDR is its winner
-		})
+	bits := -1
+	for _, w := range t.poolWinners() {
+		c := w.cidr
+		if c.Bits() > p.Bits() || c.Addr().Is4() != p.Addr().Is4() || netip.PrefixFrom(p.Addr(), c.Bits()).Masked() != c {
+			continue
+		}
+		if c.Bits() > bits {
+			pool, bits = w.e.Spec, c.Bits()
+		}
+		noBGP = noBGP || noExport(w.e)
 	}
 	return pool, noBGP
+}
+
+// poolCache holds poolWinners for the pool maps it was built from.
+type poolCache struct {
+	valid   bool
+	byCIDR  *pmap.Map[string]
+	inputs  *pmap.Map[*state.PoolEntry]
+	winners []poolWinner
+}
+
+// poolWinner is the pool that wins at one CIDR of Index.PoolsByCIDR.
+type poolWinner struct {
+	cidr netip.Prefix
+	e    *state.PoolEntry
+}
+
+// poolWinners lists the winner at each CIDR of Index.PoolsByCIDR (the
+// first key of the CIDR: the smallest name), kept in the step for as long
+// as the pools do not change: a learned event of n prefixes asks for the
+// pool of each, and there are few pools.
+func (t *tx) poolWinners() []poolWinner {
+	c := &t.pools
+	if c.valid && c.byCIDR == t.s.Index.PoolsByCIDR && c.inputs == t.s.Inputs.Pools {
+		return c.winners
+	}
+	*c = poolCache{valid: true, byCIDR: t.s.Index.PoolsByCIDR, inputs: t.s.Inputs.Pools}
+	last := ""
+	t.s.Index.PoolsByCIDR.Range(func(k, name string) bool {
+		at := k[:len(k)-len(name)-1] // poolCIDRKey: PrefixKey/NAME
+		if at == last {
+			return true // a larger name at the same CIDR
+		}
+		last = at
+		cidr, ok := prefixOfKey(at)
+		if e, has := t.s.Inputs.Pools.Get(name); ok && has {
+			c.winners = append(c.winners, poolWinner{cidr, e})
+		}
+		return true
+	})
+	return c.winners
+}
+
+// prefixOfKey reads a state.PrefixKey back.
+func prefixOfKey(k string) (netip.Prefix, bool) {
+	addr, bits, ok := strings.Cut(k, "/")
+	if !ok || len(bits) != 3 || len(addr) < 1 {
+		return netip.Prefix{}, false
+	}
+	n, err := strconv.Atoi(bits)
+	if err != nil {
+		return netip.Prefix{}, false
+	}
+	raw, err := hex.DecodeString(addr[1:])
+	if err != nil {
+		return netip.Prefix{}, false
+	}
+	a, ok := netip.AddrFromSlice(raw)
+	if !ok || (addr[0] == '4') != a.Is4() {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(a, n), true
 }
 
 // communitiesOf: the union of the communities of every prefixAdvertisement

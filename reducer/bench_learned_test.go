@@ -2,6 +2,8 @@ package reducer_test
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
@@ -43,18 +45,7 @@ func learnedPaths(p netip.Prefix, nh netip.Addr) state.BestPaths {
 func BenchmarkBestPathChange(b *testing.B) {
 	const installed = 10000
 	nb, nc := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
-	s := fromScratch([]state.Action{
-		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: []state.BGPConfiguration{{Name: "default", ASNumber: 64512}}},
-		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{{Name: "node-a", IPv4Address: "10.0.0.1/24"},
-			{Name: "node-b", IPv4Address: "10.0.0.2/24"}, {Name: "node-c", IPv4Address: "10.0.0.3/24"}}},
-		state.SourceSynced{Kind: state.KindBGPPeer},
-		state.SourceSynced{Kind: state.KindBGPFilter},
-		state.SourceSynced{Kind: state.KindPod},
-		state.SourceSynced{Kind: state.KindIPPool, Pools: []state.IPPool{
-			{Name: "pods", CIDR: "100.64.0.0/10", IPIPMode: "Never", VXLANMode: "Never"}}},
-		state.SourceSynced{Kind: state.KindBlockAffinity},
-		state.RoutesListed{Dataplane: "linux"},
-	})
+	s := learnedBase()
 	dp := &instantDataplane{}
 	ctx := context.Background()
 	apply := func(s state.State, a state.Action) (state.State, int) {
@@ -102,4 +93,84 @@ func BenchmarkBestPathChange(b *testing.B) {
 	q := func(f float64) float64 { return lat[int(f*float64(len(lat)-1))].Seconds() * 1e3 }
 	b.ReportMetric(q(0.50), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
+}
+
+var learnedEach = flag.Bool("learned-each", false, "BenchmarkLearnedEvent: also time Reduce of each result in turn")
+
+// learnedBase is node-a (10.0.0.1/24) with node-b and node-c in the mesh,
+// one flat pool and the table live on a dataplane that holds nothing.
+func learnedBase() state.State {
+	return fromScratch([]state.Action{
+		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: []state.BGPConfiguration{{Name: "default", ASNumber: 64512}}},
+		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{{Name: "node-a", IPv4Address: "10.0.0.1/24"},
+			{Name: "node-b", IPv4Address: "10.0.0.2/24"}, {Name: "node-c", IPv4Address: "10.0.0.3/24"}}},
+		state.SourceSynced{Kind: state.KindBGPPeer},
+		state.SourceSynced{Kind: state.KindBGPFilter},
+		state.SourceSynced{Kind: state.KindPod},
+		state.SourceSynced{Kind: state.KindIPPool, Pools: []state.IPPool{
+			{Name: "pods", CIDR: "100.64.0.0/10", IPIPMode: "Never", VXLANMode: "Never"}}},
+		state.SourceSynced{Kind: state.KindBlockAffinity},
+		state.RoutesListed{Dataplane: "linux"},
+	})
+}
+
+// BenchmarkLearnedEvent: the pure core's share of installing n learned
+// prefixes from one peer (docs/routes.md §9.2, §10), per op: Reduce and
+// Diff of one BestPathsChanged listing them all (core), then Reduce of
+// the n results the dataplane reports in one step, as the agent loop does
+// (results: reducer.ReduceRouteResults; the instant dataplane's calls are
+// not timed). Reported per learned route: core-us/route, results-us/route
+// and, with -learned-each, results-each-us/route (Reduce of each result
+// in turn, for comparison). effects/linux BenchmarkLearnedInstall sets the
+// same core against the kernel.
+func BenchmarkLearnedEvent(b *testing.B) {
+	each := *learnedEach
+	nb := netip.MustParseAddr("10.0.0.2")
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			base := learnedBase()
+			ev := state.BestPathsChanged{Gen: 1, Prefixes: make([]state.BestPaths, n)}
+			for i := range ev.Prefixes {
+				ev.Prefixes[i] = learnedPaths(learnedPrefix(i), nb)
+			}
+			ctx := context.Background()
+			var core, results, oneByOne time.Duration
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				next := reducer.Reduce(base, ev)
+				effs := effects.Diff(base, next)
+				core += time.Since(start)
+				dp := &instantDataplane{}
+				res := effects.ApplyRoutes(ctx, dp, effs)
+				if dp.calls != n || len(res) != n {
+					b.Fatalf("%d calls, %d results for %d learned prefixes", dp.calls, len(res), n)
+				}
+				applied := make([]state.TableRouteApplied, len(res))
+				for i, r := range res {
+					applied[i] = r.(state.TableRouteApplied)
+				}
+				start = time.Now()
+				done := reducer.ReduceRouteResults(next, applied)
+				results += time.Since(start)
+				if each {
+					start = time.Now()
+					for _, r := range res {
+						next = reducer.Reduce(next, r)
+					}
+					oneByOne += time.Since(start)
+				}
+				if e, _ := done.Out.Routes.Get(state.PrefixKey(learnedPrefix(n - 1))); e == nil || e.Phase != state.RoutePhaseApplied {
+					b.Fatalf("last route %+v, want applied", e)
+				}
+			}
+			per := float64(b.N) * float64(n) * 1e3
+			b.ReportMetric(float64(core.Nanoseconds())/per, "core-us/route")
+			b.ReportMetric(float64(results.Nanoseconds())/per, "results-us/route")
+			if each {
+				b.ReportMetric(float64(oneByOne.Nanoseconds())/per, "results-each-us/route")
+			}
+		})
+	}
 }

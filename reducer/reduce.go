@@ -95,14 +95,21 @@ type tx struct {
 	// again; allPaths: every one (docs/routes.md §8.1).
 	paths    map[string]netip.Prefix
 	allPaths bool
-	// routes are the prefixes (by PrefixKey) whose route must be derived
-	// again (docs/routes.md §9.2); wasReady: route calls were already made
-	// before this step.
-	routes   map[string]netip.Prefix
+	// routes are the prefixes whose route must be derived again, in any
+	// order, repeated or not (docs/routes.md §9.2); wasReady: route calls
+	// were already made before this step.
+	routes   []markedRoute
 	wasReady bool
+	// ready: the table is live, while routesDone derives the marked routes.
+	ready bool
+	// routeEdits are the route table's changes while routesDone derives
+	// the marked routes, made in one batch.
+	routeEdits []pmap.Edit[*state.TableRoute]
 	// services: the service ranges and every service's host paths must be
 	// derived again (docs/routes.md §8.4).
 	services bool
+	// pools caches the winners of the pool index for poolOf.
+	pools poolCache
 }
 
 func (t *tx) markDirty(key string) { t.dirty[key] = struct{}{} }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
 )
 
 // reduceResult handles what the executors and the speaker report. Each
@@ -219,4 +220,25 @@ func (t *tx) checkKeyMemory() {
 		probs = []state.Problem{{Object: "kernel", Reason: why}}
 	}
 	t.setProblems("kernel/optmem", probs)
+}
+
+// ReduceRouteResults is Reduce of each result in turn (the dataplane
+// executor reports one per route, docs/routes.md §9.7), made as one step:
+// the route table's changes are one batch while the prefixes come in key
+// order, as effects.ApplyRoutes reports them. A result touches only its
+// own prefix's entry and problem, and nothing settling reads, so the
+// State is the one Reduce one by one gives.
+func ReduceRouteResults(s state.State, rs []state.TableRouteApplied) state.State {
+	t := &tx{s: s, dirty: map[string]struct{}{}, wasReady: s.RoutesReady()}
+	t.routeEdits = make([]pmap.Edit[*state.TableRoute], 0, len(rs))
+	for _, a := range rs {
+		k := state.PrefixKey(a.Prefix.Masked())
+		if n := len(t.routeEdits); n > 0 && k <= t.routeEdits[n-1].Key {
+			t.s.Out.Routes, t.routeEdits = t.s.Out.Routes.Apply(t.routeEdits), t.routeEdits[:0]
+		}
+		t.tableRouteAppliedAt(k, a)
+	}
+	t.s.Out.Routes, t.routeEdits = t.s.Out.Routes.Apply(t.routeEdits), nil
+	t.routesDone(false)
+	return t.s
 }

@@ -22,31 +22,54 @@ func (t *tx) bestPaths(a state.BestPathsChanged) {
 		in.Learned.Range(func(_ string, b *state.BestPaths) bool { t.markRoute(b.Prefix); return true })
 		in.Learned = pmap.New[*state.BestPaths]()
 	}
+	// The changes are one batch while the prefixes come in key order (the
+	// watch sorts them); a prefix out of order first makes the batch so far.
+	edits := make([]pmap.Edit[*state.BestPaths], 0, len(a.Prefixes))
 	for _, b := range a.Prefixes {
 		if !b.Prefix.IsValid() {
 			continue // not unicast IPv4/IPv6: ignored (§11.5)
 		}
 		p := b.Prefix.Masked()
 		k := state.PrefixKey(p)
-		var paths []state.LearnedPath
-		for _, x := range b.Paths {
-			if !x.Withdrawn && !x.Local {
-				paths = append(paths, x)
-			}
+		if n := len(edits); n > 0 && k <= edits[n-1].Key {
+			in.Learned, edits = in.Learned.Apply(edits), edits[:0]
 		}
+		paths := countingPaths(b.Paths)
 		old, had := in.Learned.Get(k)
 		switch {
 		case len(paths) == 0 && had:
-			in.Learned = in.Learned.Delete(k)
+			edits = append(edits, pmap.Edit[*state.BestPaths]{Key: k, Delete: true})
 		case len(paths) == 0:
 			continue
 		case had && samePaths(old.Paths, paths):
 			continue
 		default:
-			in.Learned = in.Learned.Set(k, &state.BestPaths{Prefix: p, Paths: paths})
+			edits = append(edits, pmap.Edit[*state.BestPaths]{Key: k, Val: &state.BestPaths{Prefix: p, Paths: paths}})
 		}
-		t.markRoute(p)
+		t.markRouteKey(p, k)
 	}
+	in.Learned = in.Learned.Apply(edits)
+}
+
+// countingPaths are the paths that count, neither withdrawn nor local:
+// paths itself when all do.
+func countingPaths(paths []state.LearnedPath) []state.LearnedPath {
+	var out []state.LearnedPath
+	for i, x := range paths {
+		if x.Withdrawn || x.Local {
+			if out == nil {
+				out = append(make([]state.LearnedPath, 0, len(paths)-1), paths[:i]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, x)
+		}
+	}
+	if out == nil {
+		return paths
+	}
+	return out
 }
 
 func samePaths(a, b []state.LearnedPath) bool {
@@ -211,7 +234,11 @@ func (t *tx) settled() bool {
 // tableRouteApplied: the call of the current generation of a prefix is
 // done (docs/routes.md §9.7); a removal that is done ends the entry.
 func (t *tx) tableRouteApplied(a state.TableRouteApplied) {
-	k := state.PrefixKey(a.Prefix.Masked())
+	t.tableRouteAppliedAt(state.PrefixKey(a.Prefix.Masked()), a)
+}
+
+// tableRouteAppliedAt is tableRouteApplied with the prefix's key k.
+func (t *tx) tableRouteAppliedAt(k string, a state.TableRouteApplied) {
 	e, ok := t.s.Out.Routes.Get(k)
 	if !ok || e.Gen != a.Gen || e.Phase != state.RoutePhasePending {
 		return
@@ -222,15 +249,28 @@ func (t *tx) tableRouteApplied(a state.TableRouteApplied) {
 	if a.Skipped {
 		c.Phase = state.RoutePhaseSkipped
 	}
-	t.setProblems(routeFailBucket(k), nil)
+	t.clearRouteFailure(k)
 	if !c.Wanted() {
 		c.Phase = ""
 		if c.NotInstalled == "" {
-			t.s.Out.Routes = t.s.Out.Routes.Delete(k)
+			t.writeRoute(pmap.Edit[*state.TableRoute]{Key: k, Delete: true})
 			return
 		}
 	}
-	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
+	t.writeRoute(pmap.Edit[*state.TableRoute]{Key: k, Val: &c})
+}
+
+// writeRoute makes one change of the route table: into the step's batch
+// while there is one (ReduceRouteResults), else at once.
+func (t *tx) writeRoute(e pmap.Edit[*state.TableRoute]) {
+	switch {
+	case t.routeEdits != nil:
+		t.routeEdits = append(t.routeEdits, e)
+	case e.Delete:
+		t.s.Out.Routes = t.s.Out.Routes.Delete(e.Key)
+	default:
+		t.s.Out.Routes = t.s.Out.Routes.Set(e.Key, e.Val)
+	}
 }
 
 // tableRouteFailed: failed routes are data (docs/routes.md §9.7 rule 3):

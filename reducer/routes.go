@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
 )
 
 // The route table (docs/routes.md §9): which prefix goes to drop or via
@@ -16,11 +16,29 @@ import (
 // best-path change re-derives only its prefix.
 
 // markRoute: the route of prefix p must be derived again before the step ends.
-func (t *tx) markRoute(p netip.Prefix) {
-	if t.routes == nil {
-		t.routes = map[string]netip.Prefix{}
+func (t *tx) markRoute(p netip.Prefix) { t.routes = append(t.routes, markedRoute{p: p}) }
+
+// markRouteKey is markRoute of p whose state.PrefixKey k is at hand.
+func (t *tx) markRouteKey(p netip.Prefix, k string) {
+	t.routes = append(t.routes, markedRoute{p: p, k: k})
+}
+
+// markedRoute is a prefix to derive again, with its key when known.
+type markedRoute struct {
+	p netip.Prefix
+	k string
+}
+
+// compareKeys orders prefixes as their state.PrefixKey do, without making
+// the keys: by address (IPv4 first), then length.
+func compareKeys(a, b netip.Prefix) int {
+	if !a.IsValid() || !b.IsValid() {
+		return strings.Compare(state.PrefixKey(a), state.PrefixKey(b))
 	}
-	t.routes[state.PrefixKey(p)] = p
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
 }
 
 // markRoutesInside marks every learned prefix inside c (c itself included).
@@ -52,15 +70,22 @@ func (t *tx) routesDone(all bool) {
 			return true
 		})
 	}
-	keys := make([]string, 0, len(t.routes))
-	for k := range t.routes {
-		keys = append(keys, k)
+	marked := t.routes
+	slices.SortFunc(marked, func(a, b markedRoute) int { return compareKeys(a.p, b.p) })
+	marked = slices.CompactFunc(marked, func(a, b markedRoute) bool { return a.p == b.p })
+	// Each prefix is derived once, in key order, reading only its own
+	// entry of the table: the new entries are one batch. Nothing the loop
+	// does changes whether the table is live.
+	t.routeEdits = make([]pmap.Edit[*state.TableRoute], 0, len(marked))
+	t.ready = t.s.RoutesReady()
+	for _, m := range marked {
+		if m.k == "" {
+			m.k = state.PrefixKey(m.p)
+		}
+		t.deriveRoute(m.k, m.p)
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		t.deriveRoute(k, t.routes[k])
-	}
-	t.routes = nil
+	t.s.Out.Routes = t.s.Out.Routes.Apply(t.routeEdits)
+	t.routes, t.routeEdits = nil, nil
 	if !t.wasReady && t.s.RoutesReady() {
 		t.goLive()
 	}
@@ -87,11 +112,14 @@ func (t *tx) deriveRoute(k string, p netip.Prefix) {
 		n.Via, n.NotInstalled, probs = t.learnedRoute(k, b)
 		n.Origin = "learned"
 	}
-	t.setProblems(routeBucket(k), probs)
+	if len(probs) > 0 || t.hasProblems("route/", k) {
+		t.setProblems(routeBucket(k), probs)
+	}
 	t.putRoute(k, old, n)
 }
 
-// putRoute stores n in place of old. A change of the desired route draws
+// putRoute stores n in place of old (an edit of the step's batch,
+// routesDone). A change of the desired route draws
 // a new generation and a call (docs/routes.md §10); before the table is
 // live nothing is called, and a held route equal to the desired one is
 // adopted without a call (§9.6 rule 2).
@@ -99,8 +127,8 @@ func (t *tx) putRoute(k string, old, n *state.TableRoute) {
 	if !sameWant(old, n) {
 		t.s.Routing.Seq++
 		n.Gen, n.Attempts, n.LastError, n.Retry = t.s.Routing.Seq, 0, "", 0
-		t.setProblems(routeFailBucket(k), nil)
-		ready := t.s.RoutesReady()
+		t.clearRouteFailure(k)
+		ready := t.ready
 		switch {
 		case n.Wanted() && ready && state.SameRoute(n.Held, n.Target()):
 			n.Phase, n.Held = state.RoutePhaseAdopted, nil
@@ -120,12 +148,12 @@ func (t *tx) putRoute(k string, old, n *state.TableRoute) {
 	if !n.Wanted() && n.Held == nil && n.NotInstalled == "" &&
 		n.Phase != state.RoutePhasePending && n.Phase != state.RoutePhaseFailed {
 		if old != nil {
-			t.s.Out.Routes = t.s.Out.Routes.Delete(k)
+			t.routeEdits = append(t.routeEdits, pmap.Edit[*state.TableRoute]{Key: k, Delete: true})
 		}
 		return
 	}
 	if old == nil || !tableRouteEqual(old, n) {
-		t.s.Out.Routes = t.s.Out.Routes.Set(k, n)
+		t.routeEdits = append(t.routeEdits, pmap.Edit[*state.TableRoute]{Key: k, Val: n})
 	}
 }
 
@@ -212,6 +240,8 @@ func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, [
 			self++
 		case pool != nil && needsEncap(pool, nh, l):
 			encap++
+		case via == nil && len(b.Paths) == 1 && path.NextHops[0] == nh:
+			via = path.NextHops[:1:1] // shared: the usual single next hop costs no copy
 		default:
 			via = append(via, nh)
 		}
@@ -283,6 +313,20 @@ func nodeSubnet(l *state.NodeEntry, v6 bool) netip.Prefix {
 	return p.Masked()
 }
 
-func routeBucket(prefixKey string) string     { return "route/" + prefixKey }
+func routeBucket(prefixKey string) string { return "route/" + prefixKey }
+
+// hasProblems reports whether the problem bucket bucket+key holds any,
+// without making its name (a step over many routes has few problems).
+func (t *tx) hasProblems(bucket, key string) bool {
+	_, ok := t.s.Out.Problems.Get(bucket + key)
+	return ok
+}
+
+// clearRouteFailure ends the problem of a failed route call of key, if any.
+func (t *tx) clearRouteFailure(key string) {
+	if t.hasProblems("routefail/", key) {
+		t.setProblems(routeFailBucket(key), nil)
+	}
+}
 func routeFailBucket(prefixKey string) string { return "routefail/" + prefixKey }
 func routeObject(p netip.Prefix) string       { return "route/" + p.String() }

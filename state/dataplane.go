@@ -26,6 +26,10 @@ func NormalRoute(r Route) Route {
 	if r.Drop || len(r.Via) == 0 {
 		return out
 	}
+	if normalVia(r.Via) {
+		out.Via = r.Via // already normal: shared, as a Route is never modified
+		return out
+	}
 	out.Via = make([]netip.Addr, len(r.Via))
 	for i, a := range r.Via {
 		out.Via[i] = a.Unmap()
@@ -33,6 +37,16 @@ func NormalRoute(r Route) Route {
 	slices.SortFunc(out.Via, func(a, b netip.Addr) int { return a.Compare(b) })
 	out.Via = slices.Compact(out.Via)
 	return out
+}
+
+// normalVia: unmapped, sorted, no next hop twice.
+func normalVia(via []netip.Addr) bool {
+	for i, a := range via {
+		if a.Is4In6() || (i > 0 && via[i-1].Compare(a) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // Equal reports whether two normal routes are the same entry.

@@ -103,17 +103,28 @@ func refEqual(a, b *SecretKeyRef) bool {
 // maps: it sorts IPv4 before IPv6 and numerically within a family, so every
 // listing comes out in address order.
 func AddrKey(a netip.Addr) string {
+	var buf [1 + 2*16]byte
+	return string(appendAddrKey(buf[:0], a))
+}
+
+// appendAddrKey appends AddrKey(a) to b.
+func appendAddrKey(b []byte, a netip.Addr) []byte {
 	const hexdigits = "0123456789abcdef"
-	b := a.AsSlice()
-	out := make([]byte, 1+2*len(b))
-	out[0] = '6'
 	if a.Is4() {
-		out[0] = '4'
+		b = append(b, '4')
+		for _, c := range a.As4() {
+			b = append(b, hexdigits[c>>4], hexdigits[c&15])
+		}
+		return b
 	}
-	for i, c := range b {
-		out[1+2*i], out[2+2*i] = hexdigits[c>>4], hexdigits[c&15]
+	b = append(b, '6')
+	if !a.Is6() {
+		return b // the zero Addr
 	}
-	return string(out)
+	for _, c := range a.As16() {
+		b = append(b, hexdigits[c>>4], hexdigits[c&15])
+	}
+	return b
 }
 
 // SameConfig reports whether two neighbors ask the speaker for the same

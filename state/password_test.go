@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -78,5 +79,28 @@ func TestAddrKeyOrder(t *testing.T) {
 			t.Errorf("AddrKey(%s) sorts before the previous address", s)
 		}
 		prev = k
+	}
+}
+
+// TestPrefixKeyForm pins the keys' text, which orders every listing and
+// the golden files: AddrKey is the family digit and the address in hex,
+// PrefixKey adds the length in three digits.
+func TestPrefixKeyForm(t *testing.T) {
+	for _, c := range []struct{ prefix, want string }{
+		{"10.0.0.0/8", "40a000000/008"},
+		{"100.64.1.2/32", "464400102/032"},
+		{"0.0.0.0/0", "400000000/000"},
+		{"fd00::/64", "6fd000000000000000000000000000000/064"},
+		{"::ffff:10.0.0.1/128", "600000000000000000000ffff0a000001/128"},
+	} {
+		if got := PrefixKey(netip.MustParsePrefix(c.prefix)); got != c.want {
+			t.Errorf("PrefixKey(%s) = %q, want %q", c.prefix, got, c.want)
+		}
+	}
+	if got := AddrKey(netip.Addr{}); got != "6" {
+		t.Errorf("AddrKey of the zero Addr = %q, want %q", got, "6")
+	}
+	if got := PrefixKey(netip.Prefix{}); got != "6/-01" {
+		t.Errorf("PrefixKey of the zero Prefix = %q, want %q", got, "6/-01")
 	}
 }

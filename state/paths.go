@@ -95,7 +95,16 @@ func SetKey(set string, p netip.Prefix) string { return set + "|" + PrefixKey(p)
 // PrefixKey is a prefix's key in the path maps: AddrKey then the length,
 // so that listings come out in prefix order and the prefixes inside a CIDR
 // are one contiguous range from AddrKey of its first address.
-func PrefixKey(p netip.Prefix) string { return fmt.Sprintf("%s/%03d", AddrKey(p.Addr()), p.Bits()) }
+func PrefixKey(p netip.Prefix) string {
+	var buf [1 + 2*16 + 4]byte
+	b := appendAddrKey(buf[:0], p.Addr())
+	bits := p.Bits()
+	if bits < 0 || bits > 999 {
+		return fmt.Sprintf("%s/%03d", AddrKey(p.Addr()), bits) // not a valid prefix
+	}
+	b = append(b, '/', byte('0'+bits/100), byte('0'+bits/10%10), byte('0'+bits%10))
+	return string(b)
+}
 
 // ExportVerdict is the verdict of a neighbor's own export rules (BGPFilter
 // export rules, docs/routes.md §8.3 rule 2) on a local path of prefix p.

@@ -18,21 +18,7 @@ import (
 )
 
 // learnedSizes: learned /32 prefixes from one peer (docs/routes.md §9.2).
-// At 100,000 the Linux executor is left out ("/instant": the same core on
-// a dataplane that returns at once): its Replace dumps the whole table to
-// look for a foreign route (§9.7 rule 2), so an install of n routes is
-// quadratic (50 s at 10,000).
 var learnedSizes = []int{1000, 10000, 100000}
-
-const kernelMax = 10000
-
-// instantDataplane returns at once.
-type instantDataplane struct{}
-
-func (instantDataplane) Name() string                                   { return "linux" }
-func (instantDataplane) Replace(context.Context, state.Route) error     { return nil }
-func (instantDataplane) Delete(context.Context, netip.Prefix) error     { return nil }
-func (instantDataplane) ListOwn(context.Context) ([]state.Route, error) { return nil, nil }
 
 // learnedPrefix is the i-th /32 of 100.64.0.0/10, inside the pool.
 func learnedPrefix(i int) netip.Prefix {
@@ -88,39 +74,61 @@ func heapAlloc() uint64 {
 //   - floor: a bare loop of netlink RouteReplace of the same n /32 routes
 //     (protocol 201, metric 1024, one next hop on dp0);
 //   - agent: Reduce of one BestPathsChanged + effects.Diff + the Linux
-//     executor's route calls (effects.ApplyRoutes, what Execute runs),
-//     then Reduce of its results.
+//     executor's route calls (effects.ApplyRoutes, what Execute runs):
+//     from the event to the last route in the kernel;
+//   - results: then the reduction of the n results, as the agent loop
+//     makes it (reducer.ReduceRouteResults), after which the State has
+//     every route applied: timed on its own, not part of agent-s.
 //
-// Reported: floor-s, agent-s, core-s (Reduce+Diff alone), ratio
-// (agent/floor) and heap-B/route (the State's HeapAlloc growth after GC
-// over the event and its results, per learned route). Run with
-// -benchtime 1x.
+// Reported: floor-s, agent-s, core-s (Reduce+Diff alone), results-s,
+// ratio (agent/floor), ratio-with-results ((agent+results)/floor), the
+// process CPU time (user+sys, the runtime's own threads included) of the
+// floor and the agent, floor-cpu-s and agent-cpu-s, and their cpu-ratio
+// (less sensitive than wall time to a shared machine), and heap-B/route
+// (the HeapAlloc growth after GC over the event and its results, per
+// learned route: the State and the executor's ownership of the routes).
+// Run with -benchtime 1x.
 func BenchmarkLearnedInstall(b *testing.B) {
 	for _, n := range learnedSizes {
-		name := fmt.Sprintf("routes=%d", n)
-		if n > kernelMax {
-			name += "/instant"
-		}
-		b.Run(name, func(b *testing.B) {
-			var floor, agent, core time.Duration
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			var floor, agent, core, results, floorCPU, agentCPU time.Duration
 			var perRoute float64
 			for i := 0; i < b.N; i++ {
-				floor += installFloor(b, n)
-				a, c, h := installAgent(b, n)
-				agent, core, perRoute = agent+a, core+c, h
+				var c time.Duration
+				floor += installFloor(b, n, &c)
+				floorCPU += c
+				r := installAgent(b, n)
+				agent, core, results, perRoute = agent+r.total, core+r.core, results+r.results, r.heapPerRoute
+				agentCPU += r.cpu
 			}
 			b.ReportMetric(floor.Seconds()/float64(b.N), "floor-s")
 			b.ReportMetric(agent.Seconds()/float64(b.N), "agent-s")
 			b.ReportMetric(core.Seconds()/float64(b.N), "core-s")
+			b.ReportMetric(results.Seconds()/float64(b.N), "results-s")
 			b.ReportMetric(agent.Seconds()/floor.Seconds(), "ratio")
+			b.ReportMetric((agent+results).Seconds()/floor.Seconds(), "ratio-with-results")
+			b.ReportMetric(floorCPU.Seconds()/float64(b.N), "floor-cpu-s")
+			b.ReportMetric(agentCPU.Seconds()/float64(b.N), "agent-cpu-s")
+			b.ReportMetric(agentCPU.Seconds()/floorCPU.Seconds(), "cpu-ratio")
 			b.ReportMetric(perRoute, "heap-B/route")
 		})
 	}
 }
 
-func installFloor(b *testing.B, n int) time.Duration {
+// processCPU is the process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// installFloor returns the loop's wall time; cpu becomes its CPU time.
+func installFloor(b *testing.B, n int, cpu *time.Duration) time.Duration {
 	ns := newNS(b)
 	gw := net.ParseIP("10.0.0.2")
+	cpu0 := processCPU()
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		p := learnedPrefix(i)
@@ -137,44 +145,55 @@ func installFloor(b *testing.B, n int) time.Duration {
 		}
 	}
 	d := time.Since(start)
+	*cpu = processCPU() - cpu0
 	countOwn(b, ns, n)
 	return d
 }
 
-func installAgent(b *testing.B, n int) (total, core time.Duration, heapPerRoute float64) {
-	kernel := n <= kernelMax
-	var ns *testNS
-	var dp effects.Dataplane = instantDataplane{}
-	if kernel {
-		ns = newNS(b)
-		dp = New(ns.h, Options{})
-	}
+type agentRun struct {
+	total, core, results, cpu time.Duration
+	heapPerRoute              float64
+}
+
+func installAgent(b *testing.B, n int) agentRun {
+	ns := newNS(b)
+	dp := New(ns.h, Options{})
 	s := learnedState()
 	before := heapAlloc()
 	ev := learnedEvent(n)
+	var r agentRun
+	cpu0 := processCPU()
 	start := time.Now()
 	next := reducer.Reduce(s, ev)
 	effs := effects.Diff(s, next)
-	core = time.Since(start)
+	r.core = time.Since(start)
 	res := effects.ApplyRoutes(context.Background(), dp, effs)
-	total = time.Since(start)
+	r.total = time.Since(start)
+	r.cpu = processCPU() - cpu0
 	if len(effs) < n {
 		b.Fatalf("agent: %d effects for %d learned prefixes", len(effs), n)
 	}
-	s = next
+	applied := make([]state.TableRouteApplied, 0, len(res))
 	for _, a := range res {
-		if f, ok := a.(state.TableRouteApplyFailed); ok {
-			b.Fatalf("agent: %s: %s", f.Prefix, f.Error)
+		ok, isOK := a.(state.TableRouteApplied)
+		if !isOK {
+			b.Fatalf("agent: %#v", a)
 		}
-		s = reducer.Reduce(s, a)
+		applied = append(applied, ok)
 	}
-	ev, effs, res, next = state.BestPathsChanged{}, nil, nil, state.State{}
+	start = time.Now()
+	s = reducer.ReduceRouteResults(next, applied)
+	r.results = time.Since(start)
+	if e, _ := s.Out.Routes.Get(state.PrefixKey(learnedPrefix(n - 1))); e == nil || e.Phase != state.RoutePhaseApplied {
+		b.Fatalf("agent: last route %+v, want applied", e)
+	}
+	ev, effs, res, applied, next = state.BestPathsChanged{}, nil, nil, nil, state.State{}
 	after := heapAlloc()
 	runtime.KeepAlive(s)
-	if kernel {
-		countOwn(b, ns, n)
-	}
-	return total, core, float64(int64(after)-int64(before)) / float64(n)
+	runtime.KeepAlive(dp) // its ownership of the routes is the agent's heap too
+	countOwn(b, ns, n)
+	r.heapPerRoute = float64(int64(after)-int64(before)) / float64(n)
+	return r
 }
 
 func countOwn(b *testing.B, ns *testNS, n int) {

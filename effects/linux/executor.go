@@ -48,7 +48,20 @@ type Executor struct {
 	// executor look whose route it is (a dump of the prefix's family: the
 	// netlink library filters a dump in user space, so checking every
 	// replace that way cost O(routes) each, 45 s for 10,000 routes).
-	owned map[netip.Prefix]bool
+	owned map[ownKey]struct{}
+}
+
+// ownKey is a masked prefix as a small map key (netip.Prefix carries a
+// zone handle no route has): the executor keeps one per route it owns.
+type ownKey struct {
+	addr [16]byte
+	bits uint8
+	v4   bool
+}
+
+func ownKeyOf(p netip.Prefix) ownKey {
+	p = p.Masked()
+	return ownKey{addr: p.Addr().As16(), bits: uint8(p.Bits()), v4: p.Addr().Is4()}
 }
 
 var (
@@ -73,7 +86,7 @@ func New(h *netlink.Handle, o Options) *Executor {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Executor{h: h, protocol: netlink.RouteProtocol(o.Protocol), metric: o.Metric, log: o.Logger,
-		owned: map[netip.Prefix]bool{}}
+		owned: map[ownKey]struct{}{}}
 }
 
 // Name is the --dataplane value.
@@ -92,7 +105,9 @@ func (e *Executor) Replace(ctx context.Context, r state.Route) error {
 		e.log.Warn("kernel route failed", "error", err)
 		return err
 	}
-	e.log.Debug("kernel route replaced", "route", r.String())
+	if e.log.Enabled(ctx, slog.LevelDebug) { // String is not free: skip it unless logged
+		e.log.Debug("kernel route replaced", "route", r.String())
+	}
 	return nil
 }
 
@@ -126,16 +141,17 @@ func (e *Executor) replace(ctx context.Context, r state.Route) error {
 func (e *Executor) isOwned(p netip.Prefix) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.owned[p.Masked()]
+	_, own := e.owned[ownKeyOf(p)]
+	return own
 }
 
 func (e *Executor) setOwned(p netip.Prefix, own bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if own {
-		e.owned[p.Masked()] = true
+		e.owned[ownKeyOf(p)] = struct{}{}
 	} else {
-		delete(e.owned, p.Masked())
+		delete(e.owned, ownKeyOf(p))
 	}
 }
 
@@ -152,7 +168,9 @@ func (e *Executor) Delete(ctx context.Context, p netip.Prefix) error {
 		return err
 	}
 	e.setOwned(p, false)
-	e.log.Debug("kernel route deleted", "prefix", p.String())
+	if e.log.Enabled(ctx, slog.LevelDebug) {
+		e.log.Debug("kernel route deleted", "prefix", p.String())
+	}
 	return nil
 }
 
@@ -168,7 +186,7 @@ func (e *Executor) ListOwn(ctx context.Context) ([]state.Route, error) {
 		return nil, fmt.Errorf("list routes of protocol %s: %w", e.protocol, err)
 	}
 	var out []state.Route
-	owned := map[netip.Prefix]bool{}
+	owned := map[ownKey]struct{}{}
 	for _, kr := range krs {
 		if kr.Priority != e.metric {
 			continue
@@ -178,7 +196,7 @@ func (e *Executor) ListOwn(ctx context.Context) ([]state.Route, error) {
 			e.log.Warn("own kernel route of an unknown form left out of the list", "route", kr.String())
 			continue
 		}
-		owned[r.Prefix.Masked()] = true
+		owned[ownKeyOf(r.Prefix)] = struct{}{}
 		out = append(out, r)
 	}
 	// The listing is what the kernel has: a route someone else removed or

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/netip"
 
 	"go.fd.io/govpp/binapi/fib_types"
@@ -32,7 +33,9 @@ func (e *Executor) Replace(ctx context.Context, r state.Route) error {
 		e.log.Warn("VPP route failed", "error", err)
 		return err
 	}
-	e.log.Debug("VPP route replaced", "route", r.String())
+	if e.log.Enabled(ctx, slog.LevelDebug) { // String is not free: skip it unless logged
+		e.log.Debug("VPP route replaced", "route", r.String())
+	}
 	return nil
 }
 

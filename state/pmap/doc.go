@@ -19,7 +19,11 @@
 // key order). Priorities therefore form a total order determined by the keys
 // alone, which makes the tree shape a pure function of the key set: the same
 // keys give the same shape whatever order they were inserted or deleted in.
-// Set and Delete copy O(log n) nodes (expected); Len is O(1).
+// Set and Delete copy O(log n) nodes (expected); Len is O(1). Apply makes a
+// sorted batch of Sets and Deletes in bulk, with the tree the same edits
+// one by one would give: one new node per key set, and copies only of the
+// paths to the keys that change (building a map of n keys costs n nodes,
+// not n log n).
 //
 // # Diff cost
 //

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -39,5 +40,36 @@ func TestScorecardSaysWhatIsMet(t *testing.T) {
 	}
 	if !strings.Contains(card, "| convergence of 10,000 BGPPeers within 1.25x of the GoBGP floor | not run | - |") {
 		t.Errorf("a target that did not run is not shown as such:\n%s", card)
+	}
+}
+
+const learnedOutput = `BenchmarkLearnedInstall/routes=1000-2    1  1 ns/op  0.02 agent-s  0.002 core-s  0.01 floor-s  500 heap-B/route  2.0 ratio  1.5 cpu-ratio  0.001 results-s
+BenchmarkLearnedInstall/routes=100000-2  1  1 ns/op  1.7 agent-s  0.3 core-s  1.5 floor-s  496 heap-B/route  1.13 ratio  1.05 cpu-ratio  0.1 results-s  1.2 ratio-with-results
+BenchmarkLearnedInstall/routes=100000-2  1  1 ns/op  2.0 agent-s  0.3 core-s  1.5 floor-s  496 heap-B/route  1.40 ratio  1.10 cpu-ratio  0.1 results-s  1.5 ratio-with-results
+BenchmarkLearnedInstall/routes=100000-2  1  1 ns/op  1.8 agent-s  0.3 core-s  1.5 floor-s  496 heap-B/route  1.20 ratio  1.07 cpu-ratio  0.1 results-s  1.3 ratio-with-results
+BenchmarkBestPathChange-2  2000  20000 ns/op  0.01 p50-ms  0.04 p99-ms
+`
+
+func TestLearnedRoutes(t *testing.T) {
+	r, _ := parseBench(strings.NewReader(learnedOutput))
+	card, met, total := scorecard(r)
+	if met != 3 || total != 3 {
+		t.Errorf("met %d of %d, want 3 of 3 (ratio 1.20x, heap 496 B, p99 0.04 ms):\n%s", met, total, card)
+	}
+	g := func(name, unit string) float64 {
+		if v, ok := r.median(name, unit); ok {
+			return v
+		}
+		return math.NaN()
+	}
+	text := learnedText(g)
+	for _, want := range []string{"1.20x in wall time, 1.07x in CPU time", "| 100,000 | 1.500 | 1.800 | 0.300 | 0.100 | 1.20x | 1.07x | 496 |",
+		"| 1,000 | 0.010 | 0.020 | 0.002 | 0.001 | 2.00x | 1.50x | 500 |", "0.04 ms at p99"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("learned text lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "| 10,000 |") {
+		t.Errorf("a size that did not run has a row:\n%s", text)
 	}
 }

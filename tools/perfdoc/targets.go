@@ -14,6 +14,9 @@ const (
 	memState   = "BenchmarkMemory/state"
 	memChurn   = "BenchmarkMemory/churn=100000"
 	ownPaths   = "BenchmarkOwnPaths"
+	learned    = "BenchmarkLearnedInstall/routes=" // + the number of routes
+	learnedMax = learned + "100000"
+	bestPath   = "BenchmarkBestPathChange"
 )
 
 // target is one performance goal of the agent and how to read it from the
@@ -47,7 +50,10 @@ var targets = []target{
 	{"churn: p99 dispatch-to-call of in-place changes under 5 ms", churnGoBGP, "p99-ms", below(5), ms},
 	{"churn: at least 100x the old way's throughput", churnGoBGP, "max/old", atLeast(100), format("%.0fx")},
 	{"10,000 own paths in GoBGP's RIB within 1.25x of a bare AddPath loop", ownPaths, "agent/floor", atMost(1.25), format("%.2fx")},
+	{"100,000 learned prefixes from one peer in the kernel within 1.25x of a bare netlink loop", learnedMax, "ratio", atMost(1.25), format("%.2fx")},
+	{"a best-path change reaches the dataplane call with p99 under 5 ms while 10,000 prefixes are installed", bestPath, "p99-ms", below(5), ms},
 	{"at most 4 KiB of agent heap per neighbor", memState, "B/neighbor", atMost(4096), func(v float64) string { return count(v) + " B" }},
+	{"at most 512 B of agent heap per learned route", learnedMax, "heap-B/route", atMost(512), func(v float64) string { return count(v) + " B" }},
 	{fmt.Sprintf("heap flat over a 100,000-event churn (the second 50,000 grow it at most %d%%)", flatGrowth),
 		memChurn, "late-growth-%", atMost(flatGrowth), format("%+.1f%%")},
 }

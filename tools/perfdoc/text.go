@@ -59,6 +59,20 @@ cluster, every neighbor confirmed, minus the live heap before the cluster existe
 *churn=100000* runs the loop over the instant executor (GoBGP's heap is not the agent's), fills
 its journal with 2,000 changes, then compares the live heap before and after 100,000 more.
 
+**Learned routes** (effects/linux BenchmarkLearnedInstall, as root; docs/routes.md §9.2, §9.7):
+n learned /32s from one peer into the kernel, each run in a fresh network namespace with a dummy
+interface. The *floor* is a bare loop of netlink RouteReplace of the same n routes (protocol 201,
+metric 1024, one on-link next hop). The *agent* is Reduce of one BestPathsChanged listing the n
+prefixes, effects.Diff, and the Linux executor's calls (effects.ApplyRoutes, what Execute runs),
+timed from the event to the last call's return; *core-s* is its Reduce and Diff alone. *results-s*
+is the reduction of the n results afterwards, as the agent loop makes it (one step,
+reducer.ReduceRouteResults), until the State has every route applied; it is reported apart, and
+*ratio-with-results* adds it. *cpu-ratio* compares the process's CPU time (user and system, the Go
+runtime's threads included) over the two. *heap-B/route* is the live heap (after GC) gained over
+the event and its results, per route: the State and the executor's record of the routes it owns.
+*BenchmarkBestPathChange* (reducer) moves one prefix's best path with 10,000 learned prefixes
+installed: Reduce, Diff and the call on an instant dataplane, per change.
+
 **Reducer** benchmarks are the core's own (Reduce and Diff of one change, and from scratch), up
 to 10,000 peers; the 100,000-peer size takes minutes and is left to a manual run.
 `
