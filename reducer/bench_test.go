@@ -36,13 +36,23 @@ func benchObjects(n int) []state.Action {
 		}
 		peers = append(peers, p)
 	}
-	return []state.Action{
+	acts := []state.Action{
 		state.SourceSynced{Kind: state.KindNode, Nodes: nodes},
 		state.SourceSynced{Kind: state.KindBGPConfiguration},
 		state.SourceSynced{Kind: state.KindBGPFilter},
 		state.SourceSynced{Kind: state.KindSecret, Secrets: secrets},
 		state.SourceSynced{Kind: state.KindBGPPeer, Peers: peers},
 	}
+	// Every other gating source, empty: until all have synced, Diff
+	// holds every effect back (docs/semantics.md §5).
+	for _, k := range state.SyncedKinds {
+		switch k {
+		case state.KindNode, state.KindBGPConfiguration, state.KindBGPFilter, state.KindSecret, state.KindBGPPeer:
+		default:
+			acts = append(acts, state.SourceSynced{Kind: k})
+		}
+	}
+	return acts
 }
 
 func fromScratch(acts []state.Action) state.State {

@@ -37,6 +37,9 @@ func floorConverge(b *testing.B, bgp *server.BgpServer, srv state.Server, calls 
 	cpu0, t0 := cpuTime(), time.Now()
 	must(b, bgp.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{Asn: srv.ASN, RouterId: srv.RouterID.String(),
 		ListenPort: int32(srv.ListenPort), ListenAddresses: []string{"127.0.0.1"}}}))
+	for _, r := range gobgp.SharedSetRequests() { // as the executor, before any policy names them
+		must(b, bgp.AddDefinedSet(ctx, r))
+	}
 	for _, c := range calls {
 		for _, r := range c.Sets {
 			must(b, bgp.AddDefinedSet(ctx, r))
@@ -83,7 +86,13 @@ func churnRequests(b *testing.B, c *clustergen.Cluster, n int) [][]floorCall {
 		}
 		switch e := speaker[0].(type) {
 		case effects.SetPolicy:
-			out = append(out, addPolicyCalls(b, e.Addr, e.Policy))
+			// Every neighbor has a policy (Calico's export rules): the
+			// executor removes the installed one before adding the new.
+			var calls []floorCall
+			if cur, ok := s.Out.Neighbors.Get(state.AddrKey(e.Addr)); ok && !cur.Policy.IsZero() {
+				calls = removePolicyCalls(b, e.Addr, cur.Policy)
+			}
+			out = append(out, append(calls, addPolicyCalls(b, e.Addr, e.Policy)...))
 		case effects.DeletePolicy:
 			cur, _ := s.Out.Neighbors.Get(state.AddrKey(e.Addr))
 			out = append(out, deletePolicyCalls(b, e.Addr, cur.Policy))
@@ -117,6 +126,12 @@ func addPolicyCalls(b *testing.B, addr netip.Addr, p state.Policy) []floorCall {
 }
 
 func deletePolicyCalls(b *testing.B, addr netip.Addr, p state.Policy) []floorCall {
+	return append(removePolicyCalls(b, addr, p), softReset(addr))
+}
+
+// removePolicyCalls delete a neighbor's policy objects: assignments, then
+// policies, then their sets.
+func removePolicyCalls(b *testing.B, addr netip.Addr, p state.Policy) []floorCall {
 	c := policyCalls(b, addr, p)
 	var out []floorCall
 	for _, r := range c.Assignments {
@@ -131,7 +146,7 @@ func deletePolicyCalls(b *testing.B, addr netip.Addr, p state.Policy) []floorCal
 		req := &api.DeleteDefinedSetRequest{DefinedSet: &api.DefinedSet{DefinedType: r.DefinedSet.DefinedType, Name: r.DefinedSet.Name}, All: true}
 		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.DeleteDefinedSet(ctx, req) })
 	}
-	return append(out, softReset(addr))
+	return out
 }
 
 func softReset(addr netip.Addr) floorCall {

@@ -23,15 +23,25 @@ var sharedSets = []string{
 	state.SetPools + "v4", state.SetPools + "v6",
 }
 
+// SharedSetRequests are the requests that create the shared sets empty,
+// as the executor makes them on every speaker it starts (the benchmarks'
+// bare GoBGP loop makes them too).
+func SharedSetRequests() []*api.AddDefinedSetRequest {
+	out := make([]*api.AddDefinedSetRequest, len(sharedSets))
+	for i, name := range sharedSets {
+		out[i] = &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{
+			DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX, Name: name}}
+	}
+	return out
+}
+
 // addSharedSets creates the shared sets empty on a started speaker, before
 // any neighbor's policy can name them; they are never deleted while it
 // runs, so deleting a neighbor never fails on "in use".
 func addSharedSets(ctx context.Context, s *server.BgpServer) error {
-	for _, name := range sharedSets {
-		err := s.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{
-			DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX, Name: name}})
-		if err != nil {
-			return fmt.Errorf("create prefix set %s: %w", name, err)
+	for _, r := range SharedSetRequests() {
+		if err := s.AddDefinedSet(ctx, r); err != nil {
+			return fmt.Errorf("create prefix set %s: %w", r.DefinedSet.Name, err)
 		}
 	}
 	return nil
