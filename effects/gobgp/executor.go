@@ -68,7 +68,7 @@ type Executor struct {
 	epoch    uint64            // bumped at each start, names the running speaker
 	running  *state.Server
 	policies map[netip.Addr]installed
-	members  map[netip.Addr]bool     // members of customNeighbors (see policyops.go)
+	members  map[netip.Addr]bool      // members of customNeighbors (see policyops.go)
 	peers    map[netip.Addr]reflector // configured peers (see peerops.go)
 }
 
