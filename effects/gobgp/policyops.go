@@ -47,6 +47,12 @@ func (e *Executor) setPolicy(ctx context.Context, a netip.Addr, p state.Policy) 
 	if err != nil {
 		return err
 	}
+	// From here until the end the install is unfinished: a failure leaves
+	// a record that the next SetPolicy redoes (even of the old policy) and
+	// that keeps the neighbor out of the set (syncMember).
+	if cur, ok := e.policies[a]; ok {
+		e.policies[a] = installed{policy: cur.policy}
+	}
 	if err := e.leave(ctx, a); err != nil {
 		return err
 	}
