@@ -37,9 +37,12 @@ func floorConverge(b *testing.B, bgp *server.BgpServer, srv state.Server, calls 
 	cpu0, t0 := cpuTime(), time.Now()
 	must(b, bgp.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{Asn: srv.ASN, RouterId: srv.RouterID.String(),
 		ListenPort: int32(srv.ListenPort), ListenAddresses: []string{"127.0.0.1"}}}))
-	for _, r := range gobgp.SharedSetRequests() { // as the executor, before any policy names them
+	shared := gobgp.SharedRequests() // as the executor, before any neighbor's policy
+	for _, r := range shared.Sets {
 		must(b, bgp.AddDefinedSet(ctx, r))
 	}
+	must(b, bgp.AddPolicy(ctx, shared.Policy))
+	must(b, bgp.AddPolicyAssignment(ctx, shared.Assignment))
 	for _, c := range calls {
 		for _, r := range c.Sets {
 			must(b, bgp.AddDefinedSet(ctx, r))
@@ -49,6 +52,9 @@ func floorConverge(b *testing.B, bgp *server.BgpServer, srv state.Server, calls 
 		}
 		for _, r := range c.Assignments {
 			must(b, bgp.AddPolicyAssignment(ctx, r))
+		}
+		if c.Member != nil {
+			must(b, bgp.AddDefinedSet(ctx, c.Member))
 		}
 		must(b, bgp.AddPeer(ctx, c.Peer))
 	}
@@ -72,9 +78,12 @@ type floorCall func(context.Context, *server.BgpServer) error
 // churnRequests are the GoBGP requests the first n churn events of c
 // amount to, derived by the pure core ahead of time: per event, the calls
 // the executor makes for its one speaker effect. c churns policies only
-// (in place): a SetPolicy on a neighbor without one is its defined sets,
-// policies and assignments, then a soft reset; a DeletePolicy is their
-// removal in the opposite order, then a soft reset.
+// (in place): a SetPolicy is the neighbor leaving the custom neighbor set
+// if it was a member, the removal of its installed objects, its new
+// defined sets, policies and assignments, joining the set again if its new
+// policy is excluded from the shared export policy, then a soft reset; a
+// DeletePolicy (of a configured neighbor) is joining the set if it was
+// not a member, the removal of its objects, then a soft reset.
 func churnRequests(b *testing.B, c *clustergen.Cluster, n int) [][]floorCall {
 	s := reducer.FromScratch(c.Local, state.Options{}, c.Objects())
 	out := make([][]floorCall, 0, n)
@@ -90,12 +99,19 @@ func churnRequests(b *testing.B, c *clustergen.Cluster, n int) [][]floorCall {
 			// executor removes the installed one before adding the new.
 			var calls []floorCall
 			if cur, ok := s.Out.Neighbors.Get(state.AddrKey(e.Addr)); ok && !cur.Policy.IsZero() {
-				calls = removePolicyCalls(b, e.Addr, cur.Policy)
+				if gobgp.Excluded(cur.Policy) {
+					calls = append(calls, leaveCall(e.Addr))
+				}
+				calls = append(calls, removePolicyCalls(b, e.Addr, cur.Policy)...)
 			}
 			out = append(out, append(calls, addPolicyCalls(b, e.Addr, e.Policy)...))
 		case effects.DeletePolicy:
 			cur, _ := s.Out.Neighbors.Get(state.AddrKey(e.Addr))
-			out = append(out, deletePolicyCalls(b, e.Addr, cur.Policy))
+			var calls []floorCall
+			if !gobgp.Excluded(cur.Policy) {
+				calls = append(calls, joinCall(e.Addr))
+			}
+			out = append(out, append(calls, deletePolicyCalls(b, e.Addr, cur.Policy)...))
 		default:
 			b.Fatalf("churn event %d: %s, want a policy change", i, speaker[0])
 		}
@@ -122,7 +138,20 @@ func addPolicyCalls(b *testing.B, addr netip.Addr, p state.Policy) []floorCall {
 	for _, r := range c.Assignments {
 		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.AddPolicyAssignment(ctx, r) })
 	}
+	if c.Member != nil {
+		out = append(out, joinCall(addr))
+	}
 	return append(out, softReset(addr))
+}
+
+func joinCall(addr netip.Addr) floorCall {
+	req := gobgp.JoinRequest(addr)
+	return func(ctx context.Context, s *server.BgpServer) error { return s.AddDefinedSet(ctx, req) }
+}
+
+func leaveCall(addr netip.Addr) floorCall {
+	req := gobgp.LeaveRequest(addr)
+	return func(ctx context.Context, s *server.BgpServer) error { return s.DeleteDefinedSet(ctx, req) }
 }
 
 func deletePolicyCalls(b *testing.B, addr netip.Addr, p state.Policy) []floorCall {

@@ -1,23 +1,42 @@
 package gobgp
 
 import (
+	"net/netip"
+
 	api "github.com/osrg/gobgp/v4/api"
 
 	"github.com/peeragent/peeragent/state"
 )
 
 // Calls are the GoBGP requests that configure one neighbor on a speaker
-// that holds nothing for it: its policy objects (defined sets, policies,
-// assignments to the global table), then the peer. They are what the
-// executor's AddPeer and SetPolicy amount to, without the idempotency
-// checks; benchmarks issue them directly as the floor the agent is
-// measured against.
+// that holds nothing for it (but the Shared objects): its own policy
+// objects (defined sets, policies, assignments to the global table), its
+// membership of the custom neighbor set if its policy is excluded from the
+// shared export policy, then the peer. A neighbor with a standard policy
+// has only the peer. They are what the executor's SetPolicy and AddPeer
+// amount to, without the idempotency checks; benchmarks issue them
+// directly as the floor the agent is measured against.
 type Calls struct {
 	Sets        []*api.AddDefinedSetRequest
 	Policies    []*api.AddPolicyRequest
 	Assignments []*api.AddPolicyAssignmentRequest
+	Member      *api.AddDefinedSetRequest // nil: under the shared export policy
 	Peer        *api.AddPeerRequest
 }
+
+// LeaveRequest takes the neighbor at a out of the custom neighbor set, as
+// the executor does before it replaces a member's policy objects.
+func LeaveRequest(a netip.Addr) *api.DeleteDefinedSetRequest {
+	return &api.DeleteDefinedSetRequest{DefinedSet: memberOf(a), All: false}
+}
+
+// JoinRequest puts the neighbor at a in the custom neighbor set.
+func JoinRequest(a netip.Addr) *api.AddDefinedSetRequest { return joinRequest(a) }
+
+// Excluded says whether a neighbor with policy p is a member of the custom
+// neighbor set once its policy is installed (left out of the shared
+// export policy).
+func Excluded(p state.Policy) bool { return excluded(p) }
 
 // CallsFor maps a neighbor as the executor does. The request carries the
 // neighbor's password in clear: keep it away from logs.
@@ -27,6 +46,9 @@ func CallsFor(n *state.Neighbor) (Calls, error) {
 		return Calls{}, err
 	}
 	c := Calls{Peer: &api.AddPeerRequest{Peer: p}}
+	if excluded(n.Policy) {
+		c.Member = joinRequest(n.Address)
+	}
 	if n.Policy.IsZero() {
 		return c, nil
 	}
@@ -35,6 +57,9 @@ func CallsFor(n *state.Neighbor) (Calls, error) {
 		return Calls{}, err
 	}
 	for _, s := range append([]*api.DefinedSet{objs.neighbor}, objs.prefixes...) {
+		if s == nil {
+			continue
+		}
 		c.Sets = append(c.Sets, &api.AddDefinedSetRequest{DefinedSet: s, Replace: true})
 	}
 	for _, d := range objs.assigned {

@@ -33,12 +33,21 @@
 //   - A GoBGP v4 BgpServer serves once, so each start makes a new one; a
 //     stop can be graceful (Options.GracefulShutdown, for Close): no
 //     NOTIFICATION to graceful-restart peers, which keep our routes.
-//   - Each neighbor's policy is its own: a neighbor set, prefix sets and
+//   - Calico's export statements are one shared global export policy for
+//     every neighbor outside the neighbor set peeragent-custom-neighbors;
+//     they reference the shared per-family prefix sets (paths.go). All of
+//     these are created at every start (the sets empty), changed in place,
+//     never deleted while the speaker runs (docs/routes.md §8.3 rule 12).
+//     A neighbor whose policy wants more on export (export rules, a
+//     next-hop mode) or no Calico export (a zero policy) is a member of
+//     that set, with its own objects: a neighbor set, prefix sets and
 //     import/export policies named after its address, created before the
-//     peer and removed after it. Its Calico export statements reference the
-//     shared per-family prefix sets (paths.go), created empty at every
-//     start, changed in place, never deleted while the speaker runs
-//     (docs/routes.md §8.3 rule 12). See policy.go for the mapping of Calico's
+//     peer and removed after it, Calico's statements at the end of its
+//     export policy. A neighbor with import rules has its own import policy
+//     either way; one with Calico's export alone has nothing of its own.
+//     The executor records the set's members too, and orders a policy
+//     change so that no configured neighbor is ever without Calico's
+//     statements (policyops.go). See policy.go for the mapping of Calico's
 //     operators and why the policies are assigned to GoBGP's global table.
 //   - WatchSessions turns GoBGP's peer events into state.SessionStateChanged
 //     with the lower-case state name, the down reason (the executor's own

@@ -68,6 +68,7 @@ type Executor struct {
 	epoch    uint64            // bumped at each start, names the running speaker
 	running  *state.Server
 	policies map[netip.Addr]installed
+	members  map[netip.Addr]bool      // members of customNeighbors (see policyops.go)
 	peers    map[netip.Addr]reflector // configured peers (see peerops.go)
 }
 
@@ -87,6 +88,7 @@ func New(opts Options) *Executor {
 		graceful: opts.GracefulShutdown,
 		grpc:     opts.GRPCAddress,
 		policies: map[netip.Addr]installed{},
+		members:  map[netip.Addr]bool{},
 		peers:    map[netip.Addr]reflector{},
 	}
 	if e.log == nil {

@@ -23,26 +23,67 @@ var sharedSets = []string{
 	state.SetPools + "v4", state.SetPools + "v6",
 }
 
-// SharedSetRequests are the requests that create the shared sets empty,
-// as the executor makes them on every speaker it starts (the benchmarks'
+// Shared are the requests that create, on a started speaker, what every
+// neighbor's export shares: the per-family prefix sets, empty; the custom
+// neighbor set, empty; the shared export policy (Calico's statements for
+// IPv4 and IPv6 unicast, for every neighbor not in that set; see
+// globalTable) and its assignment to the global table's export. The
+// executor makes them, in this order, at every start (the benchmarks'
 // bare GoBGP loop makes them too).
-func SharedSetRequests() []*api.AddDefinedSetRequest {
-	out := make([]*api.AddDefinedSetRequest, len(sharedSets))
-	for i, name := range sharedSets {
-		out[i] = &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{
-			DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX, Name: name}}
+type Shared struct {
+	Sets       []*api.AddDefinedSetRequest
+	Policy     *api.AddPolicyRequest
+	Assignment *api.AddPolicyAssignmentRequest
+}
+
+// SharedRequests are the requests of Shared.
+func SharedRequests() Shared {
+	var out Shared
+	for _, name := range sharedSets {
+		out.Sets = append(out.Sets, &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{
+			DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX, Name: name}})
 	}
+	out.Sets = append(out.Sets, &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{
+		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: customNeighbors}})
+	var stmts []*api.Statement
+	for _, f := range []*api.Family{
+		{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST},
+		{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST},
+	} {
+		name := exportPolicy + "-v4"
+		if f.Afi == api.Family_AFI_IP6 {
+			name = exportPolicy + "-v6"
+		}
+		stmts = append(stmts, calicoStatements(name, f, func() *api.Conditions {
+			return &api.Conditions{
+				NeighborSet: &api.MatchSet{Type: api.MatchSet_TYPE_INVERT, Name: customNeighbors},
+				AfiSafiIn:   []*api.Family{{Afi: f.Afi, Safi: f.Safi}},
+			}
+		})...)
+	}
+	out.Policy = &api.AddPolicyRequest{Policy: &api.Policy{Name: exportPolicy, Statements: stmts}}
+	out.Assignment = &api.AddPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
+		Name: globalTable, Direction: api.PolicyDirection_POLICY_DIRECTION_EXPORT,
+		Policies: []*api.Policy{{Name: exportPolicy}}}}
 	return out
 }
 
-// addSharedSets creates the shared sets empty on a started speaker, before
-// any neighbor's policy can name them; they are never deleted while it
-// runs, so deleting a neighbor never fails on "in use".
-func addSharedSets(ctx context.Context, s *server.BgpServer) error {
-	for _, r := range SharedSetRequests() {
-		if err := s.AddDefinedSet(ctx, r); err != nil {
-			return fmt.Errorf("create prefix set %s: %w", r.DefinedSet.Name, err)
+// addShared creates the shared objects on a started speaker, before any
+// neighbor's policy can name them or be assigned after the shared one;
+// they are never deleted while it runs, so deleting a neighbor never fails
+// on "in use".
+func addShared(ctx context.Context, s *server.BgpServer) error {
+	r := SharedRequests()
+	for _, set := range r.Sets {
+		if err := s.AddDefinedSet(ctx, set); err != nil {
+			return fmt.Errorf("create defined set %s: %w", set.DefinedSet.Name, err)
 		}
+	}
+	if err := s.AddPolicy(ctx, r.Policy); err != nil {
+		return fmt.Errorf("create policy %s: %w", exportPolicy, err)
+	}
+	if err := s.AddPolicyAssignment(ctx, r.Assignment); err != nil {
+		return fmt.Errorf("assign policy %s: %w", exportPolicy, err)
 	}
 	return nil
 }
@@ -166,12 +207,18 @@ func communities(vals []string) (std []uint32, large []*bgp.LargeCommunity, err 
 // service rules (7-8) and the communities for re-exported routes (3) come
 // with service advertisement.
 func (b *policyBuilder) calicoExport(name string) []*api.Statement {
+	return calicoStatements(name, b.family, b.conditions)
+}
+
+// calicoStatements are Calico's export statements for family, each with
+// the conditions cond makes (which include the family).
+func calicoStatements(name string, family *api.Family, cond func() *api.Conditions) []*api.Statement {
 	suffix := "v4"
-	if b.family.Afi == api.Family_AFI_IP6 {
+	if family.Afi == api.Family_AFI_IP6 {
 		suffix = "v6"
 	}
 	stmt := func(n string, set string, rt api.Conditions_RouteType, act api.RouteAction) *api.Statement {
-		c := b.conditions()
+		c := cond()
 		c.RouteType = rt
 		if set != "" {
 			c.PrefixSet = &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: set + suffix}

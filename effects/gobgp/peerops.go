@@ -34,6 +34,12 @@ func (e *Executor) addPeer(ctx context.Context, n *state.Neighbor) error {
 		return err
 	}
 	e.secrets.remember(n.Address, p.Conf.AuthPassword)
+	if err := e.requireRunning(); err != nil {
+		return err
+	}
+	if err := e.syncMember(ctx, n.Address, n.Policy); err != nil {
+		return err
+	}
 	err = e.add(ctx, n.Address, p)
 	if kindOf(err) == errExists {
 		return e.update(ctx, n.Address, p)
@@ -62,6 +68,12 @@ func (e *Executor) updatePeer(ctx context.Context, n *state.Neighbor) error {
 		return err
 	}
 	e.secrets.remember(n.Address, p.Conf.AuthPassword)
+	if err := e.requireRunning(); err != nil {
+		return err
+	}
+	if err := e.syncMember(ctx, n.Address, n.Policy); err != nil {
+		return err
+	}
 	return e.update(ctx, n.Address, p)
 }
 
@@ -116,7 +128,7 @@ func (e *Executor) deletePeer(ctx context.Context, addr netip.Addr) error {
 	}
 	if !ok {
 		delete(e.peers, addr)
-		return nil
+		return e.leave(ctx, addr)
 	}
 	if cur.GetConf().GetAuthPassword() != "" {
 		if err := e.dropPassword(ctx, addr, cur.GetConf().GetPeerAsn()); err != nil {
@@ -128,7 +140,9 @@ func (e *Executor) deletePeer(ctx context.Context, addr netip.Addr) error {
 	}
 	delete(e.peers, addr)
 	e.secrets.remember(addr, "")
-	return nil
+	// Out of customNeighbors once gone (a policy kept for it puts it back
+	// when it is configured again).
+	return e.leave(ctx, addr)
 }
 
 // dropPassword takes a peer's MD5 key off GoBGP's listening sockets.

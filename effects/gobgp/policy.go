@@ -19,10 +19,41 @@ import (
 // route's source, on export against the peer being sent to. A policy that
 // does not match leaves the route to the next one, and the global default
 // (accept) applies when none decides.
+//
+// Calico's export statements are the same for every neighbor that wants
+// them alone (they depend on the family only), so they are one shared
+// policy, exportPolicy, assigned at every start before any neighbor's:
+// its statements match every neighbor NOT in the neighbor set
+// customNeighbors. A neighbor whose policy wants something else on export
+// (see excluded) is a member of that set and has its own export policy,
+// Calico's statements included. Per-neighbor export policies would cost
+// GoBGP one policy per neighbor on every route sent to every peer, and
+// every policy call O(policies). GoBGP's neighbor condition is true for an
+// empty set (whatever the match type) and honours INVERT otherwise, so the
+// shared policy covers every neighbor while the set is empty, and costs
+// O(members) per evaluation.
 const globalTable = "global"
 
-// policyObjects is everything one neighbor's policy is made of in GoBGP,
-// named after the neighbor's address so that nothing is shared.
+// The shared objects made at every start (see globalTable).
+const (
+	customNeighbors = "peeragent-custom-neighbors"
+	exportPolicy    = "peeragent-export-calico"
+)
+
+// ownExport says whether p wants more than Calico's export statements:
+// export rules of its own or a next-hop mode.
+func ownExport(p state.Policy) bool { return len(p.Export) > 0 || p.NextHop != "" }
+
+// excluded says whether a neighbor with policy p is left out of the shared
+// export policy (a member of customNeighbors): when it does not want
+// Calico's export statements alone. A zero policy is excluded: such a
+// neighbor keeps GoBGP's default (accept) on export.
+func excluded(p state.Policy) bool { return !p.CalicoExport || ownExport(p) }
+
+// policyObjects is everything one neighbor's own policy is made of in
+// GoBGP, named after the neighbor's address so that nothing is shared. A
+// standard policy (Calico's export alone, no import rules) has none: the
+// shared export policy covers it.
 type policyObjects struct {
 	neighbor *api.DefinedSet
 	prefixes []*api.DefinedSet
@@ -41,18 +72,16 @@ func baseName(a netip.Addr) string { return "peeragent-" + a.String() }
 // Rules become statements in the user's order (GoBGP stops at the first
 // statement with an accept or reject). Each statement also matches only
 // the neighbor's own unicast family: Calico's v4 and v6 rule lists apply to
-// their family, never to VPN or SR-policy routes.
+// their family, never to VPN or SR-policy routes. Calico's export
+// statements are the neighbor's own only when it is excluded from the
+// shared policy; the export policy is empty (and not made) otherwise.
 func objectsFor(a netip.Addr, p state.Policy) (policyObjects, error) {
 	base := baseName(a)
 	b := &policyBuilder{
 		neighbor: base + "-neighbor",
 		family:   unicastFamily(a),
 	}
-	out := policyObjects{neighbor: &api.DefinedSet{
-		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR,
-		Name:        b.neighbor,
-		List:        []string{netip.PrefixFrom(a, a.BitLen()).String()},
-	}}
+	var out policyObjects
 	imp, err := b.statements(base+"-import", p.Import)
 	if err != nil {
 		return out, fmt.Errorf("import: %w", err)
@@ -68,7 +97,7 @@ func objectsFor(a netip.Addr, p state.Policy) (policyObjects, error) {
 		}
 		exp = append([]*api.Statement{nh}, exp...)
 	}
-	if p.CalicoExport {
+	if p.CalicoExport && ownExport(p) {
 		exp = append(exp, b.calicoExport(base+"-export-calico")...)
 	}
 	out.prefixes = b.prefixes
@@ -80,8 +109,18 @@ func objectsFor(a netip.Addr, p state.Policy) (policyObjects, error) {
 			out.assigned = append(out.assigned, d)
 		}
 	}
+	if len(out.assigned) > 0 {
+		out.neighbor = &api.DefinedSet{
+			DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR,
+			Name:        b.neighbor,
+			List:        []string{hostPrefix(a)},
+		}
+	}
 	return out, nil
 }
+
+// hostPrefix is a as a neighbor-set entry.
+func hostPrefix(a netip.Addr) string { return netip.PrefixFrom(a, a.BitLen()).String() }
 
 type policyBuilder struct {
 	neighbor string

@@ -17,7 +17,12 @@ import (
 // family conditions are checked here rather than printed.
 func render(t *testing.T, a netip.Addr, o policyObjects) []string {
 	t.Helper()
-	out := []string{fmt.Sprintf("neighbor-set %s %v", o.neighbor.Name, o.neighbor.List)}
+	var out []string
+	if o.neighbor != nil {
+		out = append(out, fmt.Sprintf("neighbor-set %s %v", o.neighbor.Name, o.neighbor.List))
+	} else if len(o.assigned) > 0 {
+		t.Errorf("policies without a neighbor set")
+	}
 	for _, s := range o.prefixes {
 		p := s.Prefixes[0]
 		out = append(out, fmt.Sprintf("prefix-set %s %s %d..%d", s.Name, p.IpPrefix, p.MaskLengthMin, p.MaskLengthMax))
@@ -142,6 +147,32 @@ func TestObjectsFor(t *testing.T) {
 			"export peeragent-10.0.0.2-export",
 			"  peeragent-10.0.0.2-export-next-hop: next-hop unchanged -> none",
 		}},
+		// Calico's export alone: the shared policy covers the neighbor,
+		// nothing of its own.
+		{"standard-has-no-objects", v4, state.Policy{CalicoExport: true}, nil},
+		{"standard-with-import-rules-keeps-its-import", v4, state.Policy{CalicoExport: true, Import: []state.Rule{
+			{Filter: "f", Action: "reject"},
+		}}, []string{
+			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"import peeragent-10.0.0.2-import",
+			"  peeragent-10.0.0.2-import-1: -> reject",
+		}},
+		// Export rules of its own: Calico's statements follow them in the
+		// neighbor's own export policy.
+		{"own-export-then-calico", v4, state.Policy{CalicoExport: true, NextHop: "self", Export: []state.Rule{
+			rule("accept", "Equal", "10.99.0.0/24", 0, 0),
+		}}, []string{
+			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"prefix-set peeragent-10.0.0.2-export-1-prefix 10.99.0.0/24 24..24",
+			"export peeragent-10.0.0.2-export",
+			"  peeragent-10.0.0.2-export-next-hop: next-hop self -> none",
+			"  peeragent-10.0.0.2-export-1: in peeragent-10.0.0.2-export-1-prefix -> accept",
+			"  peeragent-10.0.0.2-export-calico-local: route-type local -> accept",
+			"  peeragent-10.0.0.2-export-calico-own: in peeragent-own-v4 -> reject",
+			"  peeragent-10.0.0.2-export-calico-nobgp: in peeragent-nobgp-v4 -> reject",
+			"  peeragent-10.0.0.2-export-calico-pools: in peeragent-pools-v4 -> accept",
+			"  peeragent-10.0.0.2-export-calico-reject: -> reject",
+		}},
 		{"ipv6-neighbor", v6, state.Policy{Import: []state.Rule{
 			rule("accept", "In", "fd00:10::/32", 48, 64),
 		}}, []string{
@@ -161,6 +192,60 @@ func TestObjectsFor(t *testing.T) {
 				t.Errorf("objects (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestSharedRequests: the shared export policy is Calico's statements for
+// IPv4 then IPv6 unicast, each for every neighbor not in the custom set,
+// after the shared sets it names (the custom set last), assigned to the
+// global table's export.
+func TestSharedRequests(t *testing.T) {
+	r := SharedRequests()
+	var sets []string
+	for _, s := range r.Sets {
+		sets = append(sets, fmt.Sprintf("%s %s %d", s.DefinedSet.DefinedType, s.DefinedSet.Name, len(s.DefinedSet.List)+len(s.DefinedSet.Prefixes)))
+	}
+	wantSets := []string{
+		"DEFINED_TYPE_PREFIX peeragent-own-v4 0", "DEFINED_TYPE_PREFIX peeragent-own-v6 0",
+		"DEFINED_TYPE_PREFIX peeragent-nobgp-v4 0", "DEFINED_TYPE_PREFIX peeragent-nobgp-v6 0",
+		"DEFINED_TYPE_PREFIX peeragent-pools-v4 0", "DEFINED_TYPE_PREFIX peeragent-pools-v6 0",
+		"DEFINED_TYPE_NEIGHBOR peeragent-custom-neighbors 0",
+	}
+	if d := cmp.Diff(wantSets, sets); d != "" {
+		t.Errorf("sets (-want +got):\n%s", d)
+	}
+	var stmts []string
+	for _, st := range r.Policy.Policy.Statements {
+		c := st.Conditions
+		if c.NeighborSet.GetName() != customNeighbors || c.NeighborSet.Type != api.MatchSet_TYPE_INVERT {
+			t.Errorf("%s: neighbor condition %v", st.Name, c.NeighborSet)
+		}
+		fam := "v4"
+		if c.AfiSafiIn[0].Afi == api.Family_AFI_IP6 {
+			fam = "v6"
+		}
+		if len(c.AfiSafiIn) != 1 || c.AfiSafiIn[0].Safi != api.Family_SAFI_UNICAST {
+			t.Errorf("%s: family condition %v", st.Name, c.AfiSafiIn)
+		}
+		stmts = append(stmts, fam+" "+statementLine(st))
+	}
+	var want []string
+	for _, f := range []string{"v4", "v6"} {
+		p := "peeragent-export-calico-" + f
+		want = append(want,
+			f+" "+p+"-local: route-type local -> accept",
+			f+" "+p+"-own: in peeragent-own-"+f+" -> reject",
+			f+" "+p+"-nobgp: in peeragent-nobgp-"+f+" -> reject",
+			f+" "+p+"-pools: in peeragent-pools-"+f+" -> accept",
+			f+" "+p+"-reject: -> reject")
+	}
+	if d := cmp.Diff(want, stmts); d != "" {
+		t.Errorf("statements (-want +got):\n%s", d)
+	}
+	a := r.Assignment.Assignment
+	if a.Name != globalTable || a.Direction != api.PolicyDirection_POLICY_DIRECTION_EXPORT ||
+		len(a.Policies) != 1 || a.Policies[0].Name != r.Policy.Policy.Name {
+		t.Errorf("assignment %v", a)
 	}
 }
 

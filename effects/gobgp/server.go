@@ -55,13 +55,14 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64
 		e.stopGRPC(bgp)
 		return err
 	}
-	if err := addSharedSets(ctx, bgp); err != nil {
+	if err := addShared(ctx, bgp); err != nil {
 		_ = bgp.StopBgp(context.Background(), &api.StopBgpRequest{})
 		return err
 	}
 	s := srv
 	e.bgp, e.running = bgp, &s
 	e.policies = map[netip.Addr]installed{}
+	e.members = map[netip.Addr]bool{}
 	e.peers = map[netip.Addr]reflector{}
 	e.sessions.attach(bgp)
 	e.learned.attach(bgp, gen)
@@ -85,6 +86,7 @@ func (e *Executor) stopServer(ctx context.Context, graceful bool) error {
 	e.learned.detach()
 	e.bgp, e.running = nil, nil
 	e.policies = map[netip.Addr]installed{}
+	e.members = map[netip.Addr]bool{}
 	e.peers = map[netip.Addr]reflector{}
 	return err
 }

@@ -1,0 +1,111 @@
+package gobgp
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/state"
+)
+
+// TestSharedExportFollowsCustomSet: three embedded speakers, a in the
+// middle. b originates 10.99.0.0/24 (in no pool: Calico's export
+// statements reject it once learned); a originates 10.244.1.0/26 (own:
+// accepted). What a exports to c shows which export applies to c:
+//   - c with a standard policy while the custom neighbor set is empty (as
+//     GoBGP creates it at start): the shared policy, so the own path only;
+//   - c with its policy deleted (in the set, added later in place): GoBGP's
+//     default, both routes;
+//   - c standard again while another neighbor (b) is a member: the shared
+//     policy's INVERT match, the own path only;
+//   - c with export rules of its own (a member, with its own export policy
+//     ending in Calico's statements): its rule accepts 10.99.0.0/24.
+func TestSharedExportFollowsCustomSet(t *testing.T) {
+	requireLoopback(t, "127.0.0.2", "127.0.0.3")
+	a, b, c := newSpeaker(t, "127.0.0.1"), newSpeaker(t, "127.0.0.2"), newSpeaker(t, "127.0.0.3")
+	ab, ba := neighborOf(a, b, 64512, 64513), neighborOf(b, a, 64513, 64512)
+	ac, ca := neighborOf(a, c, 64512, 64514), neighborOf(c, a, 64514, 64512)
+	ab.Passive, ac.Passive = true, true
+	standard := state.Policy{CalicoExport: true}
+	ab.Policy, ac.Policy = standard, standard
+	own := &state.Path{Prefix: netip.MustParsePrefix("10.244.1.0/26"), NextHop: netip.MustParseAddr(a.addr)}
+
+	mustApply(t, a.Executor, effects.StartServer{Server: a.server(64512)},
+		effects.SetPolicy{Addr: ab.Address, Policy: standard, Gen: 1}, effects.AddPeer{Neighbor: ab, Gen: 1},
+		effects.SetPolicy{Addr: ac.Address, Policy: standard, Gen: 1}, effects.AddPeer{Neighbor: ac, Gen: 1})
+	mustPaths(t, a.Executor, effects.AddPath{Path: own})
+	mustApply(t, b.Executor, effects.StartServer{Server: b.server(64513)}, effects.AddPeer{Neighbor: ba, Gen: 1})
+	mustApply(t, c.Executor, effects.StartServer{Server: c.server(64514)}, effects.AddPeer{Neighbor: ca, Gen: 1})
+	a.events.waitState(t, b.addr, "established", establishTimeout)
+	a.events.waitState(t, c.addr, "established", establishTimeout)
+	originate(t, b, "10.99.0.0/24")
+	waitRIB(t, a, "10.244.1.0/26", "10.99.0.0/24")
+	if n := members(t, a); len(n) != 0 {
+		t.Fatalf("custom neighbors %v, want none", n)
+	}
+	waitRIB(t, c, "10.244.1.0/26")
+	wantAdjOut(t, a, c, "10.244.1.0/26")
+
+	mustApply(t, a.Executor, effects.DeletePolicy{Addr: ac.Address, Gen: 2})
+	waitRIB(t, c, "10.244.1.0/26", "10.99.0.0/24")
+	if n := members(t, a); len(n) != 1 || n[0] != "127.0.0.3/32" {
+		t.Fatalf("custom neighbors %v, want c's", n)
+	}
+
+	mustApply(t, a.Executor, effects.DeletePolicy{Addr: ab.Address, Gen: 2},
+		effects.SetPolicy{Addr: ac.Address, Policy: standard, Gen: 3})
+	if n := members(t, a); len(n) != 1 || n[0] != "127.0.0.2/32" {
+		t.Fatalf("custom neighbors %v, want b's", n)
+	}
+	waitRIB(t, c, "10.244.1.0/26")
+	wantAdjOut(t, a, c, "10.244.1.0/26")
+
+	rules := standard
+	rules.Export = []state.Rule{{Filter: "f", Action: "accept", Operator: "Equal", Prefix: netip.MustParsePrefix("10.99.0.0/24")}}
+	mustApply(t, a.Executor, effects.SetPolicy{Addr: ac.Address, Policy: rules, Gen: 4})
+	waitRIB(t, c, "10.244.1.0/26", "10.99.0.0/24")
+	if n := members(t, a); len(n) != 2 {
+		t.Fatalf("custom neighbors %v, want b's and c's", n)
+	}
+	// And back: c's own objects go, the shared policy covers it again.
+	mustApply(t, a.Executor, effects.SetPolicy{Addr: ac.Address, Policy: standard, Gen: 5})
+	waitRIB(t, c, "10.244.1.0/26")
+	if n := members(t, a); len(n) != 1 {
+		t.Fatalf("custom neighbors %v, want b's", n)
+	}
+}
+
+// members lists the custom neighbor set of a speaker.
+func members(t *testing.T, sp *speaker) []string {
+	t.Helper()
+	var out []string
+	err := sp.Speaker().ListDefinedSet(t.Context(), &api.ListDefinedSetRequest{
+		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: customNeighbors,
+	}, func(d *api.DefinedSet) { out = append(out, d.List...) })
+	if err != nil {
+		t.Fatalf("ListDefinedSet: %v", err)
+	}
+	return out
+}
+
+// wantAdjOut checks what sp's export policies let out to the neighbor to
+// now (GoBGP runs them when it lists adj-out without the filtered paths).
+func wantAdjOut(t *testing.T, sp, to *speaker, want ...string) {
+	t.Helper()
+	var got []string
+	err := sp.Speaker().ListPath(apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_ADJ_OUT, Name: to.addr, Family: bgp.RF_IPv4_UC},
+		func(prefix bgp.NLRI, _ []*apiutil.Path) { got = append(got, prefix.String()) })
+	if err != nil {
+		t.Fatalf("ListPath: %v", err)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("adj-out of %s to %s: want %v, have %v", sp.addr, to.addr, want, got)
+	}
+}
