@@ -35,12 +35,18 @@ func TestSharedExportFollowsCustomSet(t *testing.T) {
 	ab.Policy, ac.Policy = standard, standard
 	own := &state.Path{Prefix: netip.MustParsePrefix("10.244.1.0/26"), NextHop: netip.MustParseAddr(a.addr)}
 
-	mustApply(t, a.Executor, effects.StartServer{Server: a.server(64512)},
+	// GoBGP's StartBgp writes package globals (table.UseMultiplePaths,
+	// SelectionOptions) that a running speaker's FSM reads: every speaker
+	// starts before any has a peer.
+	mustApply(t, a.Executor, effects.StartServer{Server: a.server(64512)})
+	mustApply(t, b.Executor, effects.StartServer{Server: b.server(64513)})
+	mustApply(t, c.Executor, effects.StartServer{Server: c.server(64514)})
+	mustApply(t, a.Executor,
 		effects.SetPolicy{Addr: ab.Address, Policy: standard, Gen: 1}, effects.AddPeer{Neighbor: ab, Gen: 1},
 		effects.SetPolicy{Addr: ac.Address, Policy: standard, Gen: 1}, effects.AddPeer{Neighbor: ac, Gen: 1})
 	mustPaths(t, a.Executor, effects.AddPath{Path: own})
-	mustApply(t, b.Executor, effects.StartServer{Server: b.server(64513)}, effects.AddPeer{Neighbor: ba, Gen: 1})
-	mustApply(t, c.Executor, effects.StartServer{Server: c.server(64514)}, effects.AddPeer{Neighbor: ca, Gen: 1})
+	mustApply(t, b.Executor, effects.AddPeer{Neighbor: ba, Gen: 1})
+	mustApply(t, c.Executor, effects.AddPeer{Neighbor: ca, Gen: 1})
 	a.events.waitState(t, b.addr, "established", establishTimeout)
 	a.events.waitState(t, c.addr, "established", establishTimeout)
 	originate(t, b, "10.99.0.0/24")
