@@ -106,7 +106,7 @@ func (c *Cluster) startEtcd() error {
 }
 
 func (c *Cluster) startAPIServer() error {
-	port, err := freePort()
+	port, err := stablePort()
 	if err != nil {
 		return err
 	}

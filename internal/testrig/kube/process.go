@@ -3,9 +3,13 @@ package kube
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/peeragent/peeragent/internal/testrig/daemon"
@@ -75,4 +79,44 @@ func (p *proc) tail(n int) string {
 // daemon.FreePort).
 func freePort() (int, error) {
 	return daemon.FreePort(netip.AddrFrom4([4]byte{127, 0, 0, 1}))
+}
+
+// stablePort is a free TCP port on 127.0.0.1 below the kernel's ephemeral
+// range, for kube-apiserver, which Restart starts again on the same port:
+// a port the kernel picked (freePort) is one it also hands out as the local
+// port of outgoing connections, and one did take it while kube-apiserver
+// was down ("bind: address already in use"). Below the range, only a
+// listener can take it.
+func stablePort() (int, error) {
+	low := ephemeralLow()
+	const from = 10000
+	if low <= from+100 {
+		return freePort()
+	}
+	for range 200 {
+		port := from + rand.IntN(low-from)
+		l, err := net.Listen("tcp", netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port)).String())
+		if err == nil {
+			return port, l.Close()
+		}
+	}
+	return freePort()
+}
+
+// ephemeralLow is the first port of net.ipv4.ip_local_port_range (32768
+// when it cannot be read).
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n < 1024 || n > 65535 {
+		return 32768
+	}
+	return n
 }
