@@ -214,7 +214,11 @@ func WriteNeighborDetail(w io.Writer, d neighborDetail, now time.Time) {
 		row("attempts", "%d, last error: %s", s.Attempts, printable(orDash(s.LastError)))
 	}
 	if r := d.Route; r != nil {
-		row("route", "%s %s, %s%s", r.Prefix, routeTarget(r), r.Phase, routeError(r))
+		what := r.Prefix.String() + " (none)"
+		if t := r.Target(); t != nil {
+			what = t.String()
+		}
+		row("route", "%s, %s%s", what, r.Phase, routeError(r))
 	}
 	switch sp := d.Speaker; {
 	case sp != nil:
@@ -247,23 +251,6 @@ func writeIndented(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// routeTarget is how a route table entry reads: "drop", "via A,B", or
-// what it held when nothing is desired.
-func routeTarget(r *state.TableRoute) string {
-	t := r.Target()
-	switch {
-	case t == nil:
-		return "(none)"
-	case t.Drop:
-		return "drop"
-	}
-	via := make([]string, len(t.Via))
-	for i, a := range t.Via {
-		via[i] = a.String()
-	}
-	return "via " + strings.Join(via, ",")
 }
 
 func routeError(r *state.TableRoute) string {

@@ -83,14 +83,12 @@ func ready(ctx context.Context, conn *core.Connection, target string, logger *sl
 		conn.Disconnect()
 		return nil, fmt.Errorf("VPP at %s does not support the FIB source and ip_route_add_del_v2 messages: %w", target, err)
 	}
-	src, err := registerSource(ctx, conn)
+	e, err := Attach(ctx, conn, logger)
 	if err != nil {
 		conn.Disconnect()
-		return nil, fmt.Errorf("VPP at %s: register FIB source %s: %w", target, SourceName, err)
+		return nil, fmt.Errorf("VPP at %s: %w", target, err)
 	}
-	e := New(conn, logger)
 	e.close = conn.Disconnect
-	e.source.Store(uint32(src))
-	e.log.Info("connected to VPP", "socket", target, "fibSource", src)
+	e.log.Info("connected to VPP", "socket", target, "fibSource", e.source.Load())
 	return e, nil
 }
