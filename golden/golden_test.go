@@ -26,6 +26,31 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// TestNoUnrunScenario fails on a .txtar anywhere under testdata/ that TestGolden does not run
+// (a nested copy, a misplaced file): a scenario no test runs only misleads its reader.
+func TestNoUnrunScenario(t *testing.T) {
+	run, err := filepath.Glob("testdata/*.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]bool{}
+	for _, f := range run {
+		ran[filepath.Clean(f)] = true
+	}
+	err = filepath.WalkDir("testdata", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".txtar") && !ran[filepath.Clean(path)] {
+			t.Errorf("%s: a scenario TestGolden does not run (only testdata/*.txtar runs): move it there or delete it", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func section(ar *txtar.Archive, name string) ([]byte, bool) {
 	for _, f := range ar.Files {
 		if f.Name == name {
