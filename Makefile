@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -mod=mod
 
-.PHONY: test deps apiserver vet fmt-check bench floor fuzz golden-update build image demo
+.PHONY: test check deps apiserver vet fmt-check tidy-check bench floor fuzz golden-update build image demo
 
 ## VERSION: the agent's version, linked into the binary (peeragent version) and the image's
 ## tag: the nearest v* tag (git describe), else the commit; override: make image VERSION=v0.1.0
@@ -16,6 +16,15 @@ IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 test: deps apiserver fmt-check vet
 	$(GO) test -race -count=1 -timeout 25m ./...
 	$(GO) -C tools/image test -race -count=1 ./...
+
+## check: the fast loop, for every change before make test: gofmt, vet, go mod tidy, and the
+## tests of the pure tier with -short (the reducer, Diff, goldens, State, the loop as a library,
+## the field, import and doc-citation guards): no daemon, no cluster, no namespace. make test
+## still runs everything.
+CHECK_PKGS ?= ./state/... ./reducer/... ./selector/... ./effects ./effects/vpp ./golden/... \
+	./agent/... ./internal/importrules/... ./internal/docrefs/... ./internal/buildinfo/... ./tools/perfdoc/...
+check: fmt-check vet tidy-check
+	$(GO) test -short -count=1 $(CHECK_PKGS)
 
 ## deps: install the real peers the interop tests run (Debian packages), when missing and
 ## the machine allows it (root and apt-get); never fails: tests then skip, or fail under CI=true
@@ -59,6 +68,9 @@ demo:
 vet:
 	$(GO) vet ./...
 	$(GO) -C tools/image vet ./...
+
+tidy-check:
+	$(GO) mod tidy -diff
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
