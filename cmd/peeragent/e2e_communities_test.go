@@ -6,9 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects/gobgp"
@@ -232,8 +238,8 @@ metadata:
   annotations: {projectcalico.org/IPv4Address: 127.0.0.1/8}
 `
 
-func commManifestConfig(port int, with bool) string {
-	s := fmt.Sprintf(`apiVersion: crd.projectcalico.org/v1
+func commManifestConfig(group string, port int, with bool) string {
+	s := fmt.Sprintf(`apiVersion: %s
 kind: BGPConfiguration
 metadata: {name: default}
 spec:
@@ -241,41 +247,50 @@ spec:
   listenPort: %d
   communities:
   - {name: rack, value: '%s'}
-`, port, commLargeText)
+`, group, port, commLargeText)
 	if with {
 		s += fmt.Sprintf("  prefixAdvertisements:\n  - {cidr: 10.244.0.0/16, communities: ['%s', rack]}\n", commStdText)
 	}
 	return s
 }
 
-func (p *commPeers) manifestObjects() string {
-	return fmt.Sprintf(`apiVersion: projectcalico.org/v3
+// manifestObjects are the peers, the pool, node-a's block and its
+// borrowing pod, Calico objects in group (deleted is written as each
+// group holds it).
+func (p *commPeers) manifestObjects(group string) string {
+	deleted := `"false"`
+	if group == watch.GroupV3 {
+		deleted = "false"
+	}
+	return fmt.Sprintf(`apiVersion: %[1]s
 kind: BGPPeer
 metadata: {name: bird}
-spec: {node: node-a, peerIP: '%s:%d', asNumber: %d}
+spec: {node: node-a, peerIP: '%[2]s:%[3]d', asNumber: %[4]d}
 ---
-apiVersion: projectcalico.org/v3
+apiVersion: %[1]s
 kind: BGPPeer
 metadata: {name: frr}
-spec: {node: node-a, peerIP: '%s:%d', asNumber: %d}
+spec: {node: node-a, peerIP: '%[5]s:%[6]d', asNumber: %[7]d}
 ---
-apiVersion: crd.projectcalico.org/v1
+apiVersion: %[1]s
 kind: IPPool
 metadata: {name: pool}
 spec: {cidr: 10.244.0.0/16, ipipMode: Never, vxlanMode: Never}
 ---
-apiVersion: crd.projectcalico.org/v1
+apiVersion: %[1]s
 kind: BlockAffinity
 metadata: {name: node-a-10-244-1-0-26}
-spec: {node: node-a, cidr: %s, state: confirmed, deleted: "false"}
+spec: {node: node-a, cidr: %[8]s, state: confirmed, deleted: %[9]s}
 ---
-apiVersion: v1
+%[10]s`, group, commBirdAddr, p.birdPort, commBirdAS, commFRRAddr, p.frrPort, commFRRAS, commBlock, deleted, commManifestPod)
+}
+
+const commManifestPod = `apiVersion: v1
 kind: Pod
 metadata: {name: borrower, namespace: default}
 spec: {nodeName: node-a, containers: [{name: c, image: x}]}
-status: {phase: Running, podIP: %s, podIPs: [{ip: %s}]}
-`, commBirdAddr, p.birdPort, commBirdAS, commFRRAddr, p.frrPort, commFRRAS, commBlock, commBorrowed, commBorrowed)
-}
+status: {phase: Running, podIP: ` + commBorrowed + `, podIPs: [{ip: ` + commBorrowed + `}]}
+`
 
 func TestCommunitiesOnTheWireFromManifests(t *testing.T) {
 	if testing.Short() {
@@ -284,10 +299,58 @@ func TestCommunitiesOnTheWireFromManifests(t *testing.T) {
 	p := startCommPeers(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "nodes.yaml", commManifestNodes)
-	writeFile(t, dir, "objects.yaml", p.manifestObjects())
-	writeFile(t, dir, "bgp.yaml", commManifestConfig(p.ourPort, true))
+	writeFile(t, dir, "objects.yaml", p.manifestObjects(watch.GroupCRD))
+	writeFile(t, dir, "bgp.yaml", commManifestConfig(watch.GroupCRD, p.ourPort, true))
 	d := watch.NewDir(dir, nil)
 	d.Node, d.Interval = "node-a", 100*time.Millisecond
 	startCommAgent(t, d, nil)
-	p.checkCommunities(t, func(with bool) { writeFile(t, dir, "bgp.yaml", commManifestConfig(p.ourPort, with)) })
+	p.checkCommunities(t, func(with bool) { writeFile(t, dir, "bgp.yaml", commManifestConfig(watch.GroupCRD, p.ourPort, with)) })
+}
+
+// TestCommunitiesOnTheWireFromAPIServer: the same objects, in each API
+// group, created in the real API server (the Pod's addresses through its
+// status), read by the agent's Kubernetes source.
+func TestCommunitiesOnTheWireFromAPIServer(t *testing.T) {
+	for _, tc := range []struct{ group, crds string }{{watch.GroupCRD, clusterCRDs}, {watch.GroupV3, clusterCRDsV3}} {
+		t.Run(tc.group, func(t *testing.T) {
+			e := clusterStart(t, 120*time.Second, nil, tc.crds)
+			p := startCommPeers(t)
+			dir := t.TempDir()
+			apply := func(name, body string) {
+				writeFile(t, dir, name, body)
+				objs := e.manifests(filepath.Join(dir, name))
+				for _, o := range objs {
+					if o.GetKind() == "Pod" {
+						e.putPodWithStatus(o)
+						continue
+					}
+					e.applyObjects(o)
+				}
+			}
+			apply("nodes.yaml", commManifestNodes)
+			apply("objects.yaml", p.manifestObjects(tc.group))
+			apply("bgp.yaml", commManifestConfig(tc.group, p.ourPort, true))
+			e.startAgent(clusterAgentConfig{group: tc.group, realBGP: true})
+			p.checkCommunities(t, func(with bool) { apply("bgp.yaml", commManifestConfig(tc.group, p.ourPort, with)) })
+		})
+	}
+}
+
+// putPodWithStatus creates a Pod, then writes its status (which a create
+// ignores): what a kubelet would report.
+func (e *clusterEnv) putPodWithStatus(o *unstructured.Unstructured) {
+	e.t.Helper()
+	var pod corev1.Pod
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &pod); err != nil {
+		e.t.Fatal(err)
+	}
+	status := pod.Status
+	created, err := e.cs.CoreV1().Pods(pod.Namespace).Create(e.ctx, &pod, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("create Pod %s: %v", pod.Name, err)
+	}
+	created.Status = status
+	if _, err := e.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(e.ctx, created, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatalf("Pod %s status: %v", pod.Name, err)
+	}
 }
