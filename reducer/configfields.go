@@ -7,17 +7,15 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// notAppliedConfig names the fields of the pinned BGPConfiguration that
-// this agent reads and does not apply, each in a problem of its own
+// notAppliedConfig checks bindMode and names the fields of the pinned
+// BGPConfiguration that this agent reads and does not apply, each in a
+// problem of its own
 // (docs/semantics.md §7: nothing is silently ignored). None of them makes
 // the object invalid: applying the rest does what Calico does apart from
 // what the problem says.
 func notAppliedConfig(c *state.BGPConfiguration, note func(string), bad func(string, ...any)) {
 	switch c.BindMode {
-	case "", "None":
-	case "NodeIP":
-		note("bindMode NodeIP is not applied: the speaker listens on every address " +
-			"(or those of --bgp-listen-address), not on the node's addresses only")
+	case "", "None", "NodeIP": // NodeIP: the server's ListenAddresses (reducer/context.go)
 	default:
 		bad("bindMode %q is not None or NodeIP", c.BindMode)
 	}
@@ -41,13 +39,13 @@ func notAppliedConfig(c *state.BGPConfiguration, note func(string), bad func(str
 // fields cleared here shape neither (reducer/configfields_test.go guards
 // the list): the log level (docs/semantics.md §1), the communities
 // (docs/routes.md §8.5), the service ranges (§8.4), and the fields that
-// are not applied.
+// are not applied. (bindMode shapes the server's listen addresses.)
 func neighborShape(c state.BGPConfiguration) state.BGPConfiguration {
 	c.LogSeverityScreen = ""
 	c.Communities, c.PrefixAdvertisements = nil, nil
 	c.ServiceClusterIPs, c.ServiceExternalIPs, c.ServiceLoadBalancerIPs = nil, nil, nil
 	c.ServiceLoadBalancerAggregation = ""
-	c.BindMode, c.IgnoredInterfaces = "", nil
+	c.IgnoredInterfaces = nil
 	c.LocalWorkloadPeeringIPV4, c.LocalWorkloadPeeringIPV6 = "", ""
 	return c
 }

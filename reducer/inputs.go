@@ -238,7 +238,8 @@ func validateConfig(c *state.BGPConfiguration) (probs []state.Problem, invalid b
 		probs = append(probs, rangeProbs...)
 	}
 	if strings.HasPrefix(c.Name, "node.") {
-		if c.ASNumber != 0 || c.NodeToNodeMeshEnabled != nil || c.NodeMeshPassword != nil || c.NodeMeshMaxRestartTime != nil {
+		if c.ASNumber != 0 || c.NodeToNodeMeshEnabled != nil || c.NodeMeshPassword != nil || c.NodeMeshMaxRestartTime != nil ||
+			c.BindMode != "" {
 			note("a per-node configuration may set only listenPort, logSeverityScreen, communities and prefixAdvertisements; the rest is ignored")
 		}
 	} else if c.Name != "default" {
