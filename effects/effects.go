@@ -108,7 +108,11 @@ type Change struct {
 func (c Change) String() string { return c.Field + " " + c.Old + "->" + c.New }
 
 func (e StartServer) String() string {
-	return fmt.Sprintf("start-server as=%d router-id=%s listen-port=%d", e.Server.ASN, e.Server.RouterID, e.Server.ListenPort)
+	s := fmt.Sprintf("start-server as=%d router-id=%s listen-port=%d", e.Server.ASN, e.Server.RouterID, e.Server.ListenPort)
+	if l := e.Server.Listen(); l != nil {
+		s += " listen-addresses=" + strings.Join(l, ",")
+	}
+	return s
 }
 
 func (e RestartServer) String() string {
@@ -121,6 +125,9 @@ func (e RestartServer) String() string {
 	}
 	if e.Old.ListenPort != e.New.ListenPort {
 		parts = append(parts, fmt.Sprintf("listen-port %d->%d", e.Old.ListenPort, e.New.ListenPort))
+	}
+	if e.Old.ListenAddresses != e.New.ListenAddresses {
+		parts = append(parts, fmt.Sprintf("listen-addresses %s->%s", listenText(e.Old), listenText(e.New)))
 	}
 	return "restart-server " + strings.Join(parts, ", ") + ": every session drops"
 }
@@ -209,4 +216,12 @@ func RuleString(r state.Rule) string {
 	}
 	fmt.Fprintf(&b, " (%s)", r.Filter)
 	return b.String()
+}
+
+// listenText is a server's listen addresses, or "all".
+func listenText(s state.Server) string {
+	if l := s.Listen(); l != nil {
+		return strings.Join(l, ",")
+	}
+	return "all"
 }

@@ -70,7 +70,11 @@ func (t *tx) server() state.Server {
 	if !id.IsValid() {
 		id = routerIDFromName(t.s.Node)
 	}
-	return state.Server{ASN: t.asnOf(l), RouterID: id, ListenPort: t.portOf(t.s.Node)}
+	srv := state.Server{ASN: t.asnOf(l), RouterID: id, ListenPort: t.portOf(t.s.Node)}
+	if t.defaults().BindMode == "NodeIP" { // docs/semantics.md §1, as confd's "listen bgp address"
+		srv.ListenAddresses = [2]netip.Addr{l.V4, l.V6}
+	}
+	return srv
 }
 
 // routerIDFromName gives an IPv6-only node a stable IPv4 router ID: a hash

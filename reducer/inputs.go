@@ -196,18 +196,8 @@ func (t *tx) configChanged(name string, old, cur *state.BGPConfiguration) {
 	if name == "default" {
 		t.services = true // docs/routes.md §8.4
 	}
-	if old != nil && cur != nil {
-		// The log level, the communities (docs/routes.md §8.5) and the
-		// service ranges (§8.4) shape no neighbor.
-		a, b := *old, *cur
-		a.LogSeverityScreen, b.LogSeverityScreen = "", ""
-		a.Communities, b.Communities, a.PrefixAdvertisements, b.PrefixAdvertisements = nil, nil, nil, nil
-		a.ServiceClusterIPs, b.ServiceClusterIPs, a.ServiceExternalIPs, b.ServiceExternalIPs = nil, nil, nil, nil
-		a.ServiceLoadBalancerIPs, b.ServiceLoadBalancerIPs = nil, nil
-		a.ServiceLoadBalancerAggregation, b.ServiceLoadBalancerAggregation = "", ""
-		if reflect.DeepEqual(a, b) {
-			return
-		}
+	if old != nil && cur != nil && reflect.DeepEqual(neighborShape(*old), neighborShape(*cur)) {
+		return
 	}
 	switch {
 	case name == "default" || (isNode && node == t.s.Node):
@@ -240,6 +230,7 @@ func validateConfig(c *state.BGPConfiguration) (probs []state.Problem, invalid b
 	note := func(reason string) {
 		probs = append(probs, state.Problem{Object: configObject(c.Name), Reason: reason})
 	}
+	notAppliedConfig(c, note, bad)
 	_, commProbs := compileCommunities(c)
 	probs = append(probs, commProbs...)
 	if c.Name == "default" {
@@ -247,7 +238,8 @@ func validateConfig(c *state.BGPConfiguration) (probs []state.Problem, invalid b
 		probs = append(probs, rangeProbs...)
 	}
 	if strings.HasPrefix(c.Name, "node.") {
-		if c.ASNumber != 0 || c.NodeToNodeMeshEnabled != nil || c.NodeMeshPassword != nil || c.NodeMeshMaxRestartTime != nil {
+		if c.ASNumber != 0 || c.NodeToNodeMeshEnabled != nil || c.NodeMeshPassword != nil || c.NodeMeshMaxRestartTime != nil ||
+			c.BindMode != "" {
 			note("a per-node configuration may set only listenPort, logSeverityScreen, communities and prefixAdvertisements; the rest is ignored")
 		}
 	} else if c.Name != "default" {

@@ -57,7 +57,14 @@ type BGPConfiguration struct {
 	ServiceExternalIPs             []ServiceCIDR `json:"serviceExternalIPs,omitempty"`
 	ServiceLoadBalancerIPs         []ServiceCIDR `json:"serviceLoadBalancerIPs,omitempty"`
 	ServiceLoadBalancerAggregation string        `json:"serviceLoadBalancerAggregation,omitempty"`
-	Unsupported                    []string      `json:"unsupported,omitempty"` // as BGPPeer's
+	// Fields of the pinned API this agent does not apply, kept so that the
+	// reducer names each in a problem (docs/semantics.md §7): bindMode
+	// NodeIP, ignoredInterfaces, localWorkloadPeeringIPV4/IPV6.
+	BindMode                 string   `json:"bindMode,omitempty"`
+	IgnoredInterfaces        []string `json:"ignoredInterfaces,omitempty"`
+	LocalWorkloadPeeringIPV4 string   `json:"localWorkloadPeeringIPV4,omitempty"`
+	LocalWorkloadPeeringIPV6 string   `json:"localWorkloadPeeringIPV6,omitempty"`
+	Unsupported              []string `json:"unsupported,omitempty"` // as BGPPeer's
 }
 
 // BGPFilter is a Calico BGPFilter: ordered rules per direction and family.

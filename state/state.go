@@ -53,6 +53,24 @@ type Server struct {
 	ASN        uint32     `json:"asn"`
 	RouterID   netip.Addr `json:"routerID"`
 	ListenPort uint16     `json:"listenPort"`
+	// ListenAddresses are the node's IPv4 and IPv6 addresses (either may
+	// be zero) when the default BGPConfiguration says bindMode NodeIP: the
+	// speaker then listens on them only (docs/semantics.md §1). All zero:
+	// every address, or those of --bgp-listen-address. An array, so that
+	// Server stays comparable.
+	ListenAddresses [2]netip.Addr `json:"listenAddresses,omitzero"`
+}
+
+// Listen lists the valid ListenAddresses as text, IPv4 first; nil when
+// the speaker listens as its flags say.
+func (s Server) Listen() []string {
+	var out []string
+	for _, a := range s.ListenAddresses {
+		if a.IsValid() {
+			out = append(out, a.String())
+		}
+	}
+	return out
 }
 
 // State is everything peeragent knows. Treat it as immutable: the reducer

@@ -3,6 +3,7 @@ package watch
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 
 	v3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -94,7 +95,30 @@ func Config(c *v3.BGPConfiguration) state.BGPConfiguration {
 	if s.ServiceLoadBalancerAggregation != nil {
 		out.ServiceLoadBalancerAggregation = string(*s.ServiceLoadBalancerAggregation)
 	}
+	configCommunities(&out, s)
+	if s.BindMode != nil {
+		out.BindMode = string(*s.BindMode)
+	}
+	out.IgnoredInterfaces = slices.Clone(s.IgnoredInterfaces)
+	out.LocalWorkloadPeeringIPV4, out.LocalWorkloadPeeringIPV6 = s.LocalWorkloadPeeringIPV4, s.LocalWorkloadPeeringIPV6
 	return out
+}
+
+// configCommunities copies communities and prefixAdvertisements
+// (docs/routes.md §8.5): a prefixAdvertisements set to an empty list stays
+// set (it overrides the default's, rule 1), an absent one stays nil.
+func configCommunities(out *state.BGPConfiguration, s v3.BGPConfigurationSpec) {
+	for _, c := range s.Communities {
+		out.Communities = append(out.Communities, state.Community{Name: c.Name, Value: c.Value})
+	}
+	if s.PrefixAdvertisements == nil {
+		return
+	}
+	pas := make([]state.PrefixAdvertisement, 0, len(s.PrefixAdvertisements))
+	for _, pa := range s.PrefixAdvertisements {
+		pas = append(pas, state.PrefixAdvertisement{CIDR: pa.CIDR, Communities: slices.Clone(pa.Communities)})
+	}
+	out.PrefixAdvertisements = &pas
 }
 
 // Filter converts a Calico BGPFilter.

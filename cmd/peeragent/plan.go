@@ -49,6 +49,17 @@ type PlanPath struct {
 	To          []string `json:"to"`
 }
 
+// planPath is an own path as the plan shows it (*guard*:
+// TestPlanPathCoversEveryPathField).
+func planPath(a state.AdvertisedPath) PlanPath {
+	pp := PlanPath{Prefix: a.Prefix.String(), NextHop: addrText(a.NextHop),
+		Communities: append([]string{}, a.Communities...), Origins: append([]string{}, a.Origins...), To: []string{}}
+	for _, to := range a.To {
+		pp.To = append(pp.To, to.String())
+	}
+	return pp
+}
+
 // PlanNeighbor is one neighbor of the plan, sorted by address.
 type PlanNeighbor struct {
 	Address                 string   `json:"address"`
@@ -123,12 +134,7 @@ func PlanWithLearned(node string, opts state.Options, acts []state.Action, learn
 		return true
 	})
 	for _, a := range s.Dump().Advertised { // by PrefixKey: prefix order
-		pp := PlanPath{Prefix: a.Prefix.String(), NextHop: addrText(a.NextHop),
-			Communities: append([]string{}, a.Communities...), Origins: append([]string{}, a.Origins...), To: []string{}}
-		for _, to := range a.To {
-			pp.To = append(pp.To, to.String())
-		}
-		p.Advertised = append(p.Advertised, pp)
+		p.Advertised = append(p.Advertised, planPath(a))
 	}
 	p.Routes = planRoutes(s)
 	return p

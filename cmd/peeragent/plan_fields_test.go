@@ -68,3 +68,31 @@ func TestStatusReadsNeighborFields(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanPathCoversEveryPathField: every field of state.Path shows in
+// PlanPath under its /state (json) name and follows the path, as
+// TestPlanNeighborCoversEveryNeighborField for neighbors.
+func TestPlanPathCoversEveryPathField(t *testing.T) {
+	base := state.AdvertisedPath{Path: state.Path{Prefix: netip.MustParsePrefix("10.244.1.0/26"),
+		NextHop: netip.MustParseAddr("10.0.0.1"), Communities: []string{"65000:100", "65000:0:7"},
+		Origins: []string{"blockaffinity/a", "pod/ns/p"}}, To: []netip.Addr{netip.MustParseAddr("192.0.2.1")}}
+	want := planPath(base)
+	inPlan := map[string]bool{}
+	for _, f := range fieldcov.Of(PlanPath{}) {
+		inPlan[f.JSON] = true
+	}
+	known := map[string]bool{"to": true}
+	for _, f := range fieldcov.Of(base.Path) {
+		known[f.JSON] = true
+		changed := base
+		changed.Path = fieldcov.Changed(base.Path, f.Name)
+		if !inPlan[f.JSON] || reflect.DeepEqual(planPath(changed), want) {
+			t.Errorf("the plan does not show a path's %s: add %q to PlanPath and planPath (cmd/peeragent/plan.go)", f.Name, f.JSON)
+		}
+	}
+	for name := range inPlan {
+		if !known[name] {
+			t.Errorf("PlanPath has %q, which is no field of state.Path (its json name) nor \"to\"", name)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64
 		Asn:             srv.ASN,
 		RouterId:        routerID(srv.RouterID),
 		ListenPort:      int32(srv.ListenPort),
-		ListenAddresses: e.listen,
+		ListenAddresses: e.listenOn(srv),
 		// Equal-best sets (docs/routes.md §9.4). GoBGP keeps this in a
 		// package global (table.UseMultiplePaths) that every server in
 		// the process reads: every start sets it the same way.
@@ -118,4 +118,14 @@ func (e *Executor) Speaker() *server.BgpServer {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.bgp
+}
+
+// listenOn is where the speaker listens: the node's addresses under
+// bindMode NodeIP (docs/semantics.md §1), else --bgp-listen-address's, else
+// every address.
+func (e *Executor) listenOn(srv state.Server) []string {
+	if l := srv.Listen(); l != nil {
+		return l
+	}
+	return e.listen
 }
