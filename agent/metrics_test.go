@@ -194,7 +194,7 @@ func TestNeighborDetailEndpoint(t *testing.T) {
 		*d.Speaker.Advertised != 3 || d.Speaker.HoldTime != 90 {
 		t.Errorf("detail = %s", body)
 	}
-	if !strings.Contains(body, `"password": "sha256:`) || strings.Contains(body, testPassword) {
+	if !strings.Contains(body, `"password": "hmac:`) || strings.Contains(body, testPassword) {
 		t.Errorf("password not as a fingerprint: %s", body)
 	}
 	if code, _ := get(t, srv.URL+"/neighbors/10.9.9.9"); code != http.StatusNotFound {
