@@ -58,8 +58,8 @@ func TestFingerprint(t *testing.T) {
 	}
 }
 
-// TestFingerprintResistsADictionary attacks a fingerprint as issue 20
-// item 9 did: the unsalted 32-bit SHA-256 prefix of every word of a
+// TestFingerprintResistsADictionary attacks a fingerprint as a measured
+// attack did (docs/semantics.md §4): the unsalted 32-bit SHA-256 prefix of every word of a
 // dictionary (the real password among them) was computed offline, and the
 // fingerprint shown in /state looked up in it (under a second). Under the
 // process's random key, no word's offline fingerprint (plain SHA-256, or an
@@ -152,8 +152,8 @@ func TestPrefixKeyForm(t *testing.T) {
 	}
 }
 
-// TestSecretKeysAreNeverWritten attacks the journal as issue 20 item 9
-// did: a password typed as a Secret's data key (`{"k PWLEAKzq7x": ""}`,
+// TestSecretKeysAreNeverWritten attacks the journal as a measured attack
+// did (docs/semantics.md §4): a password typed as a Secret's data key (`{"k PWLEAKzq7x": ""}`,
 // an empty value) was shown verbatim in /actions and the debug log. The
 // journal form of every action that holds a Secret, and its %v and %+v,
 // hold neither the key nor the value.

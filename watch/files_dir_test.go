@@ -134,7 +134,7 @@ func TestDirReload(t *testing.T) {
 				want: []state.Action{state.InputProblemsReported{Source: "file/a.yaml"}, peersSynced(filePeer("tor", 65008))}},
 			{name: "removed-is-forgotten-after-2s", change: removeStep("a.yaml"), polls: 6, want: []state.Action{peersSynced()}},
 		}},
-		// The attack of issue 20 item 9: a file with a standing problem
+		// The attack (docs/semantics-notes.md): a file with a standing problem
 		// (one bad document) is written short, cut after its first peer
 		// (a clean version that drops two peers), then complete again.
 		// The complete file is at least as good as the short one (it

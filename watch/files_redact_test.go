@@ -92,7 +92,7 @@ func TestLoadSecretValues(t *testing.T) {
 	}
 }
 
-// TestSecretUnknownField attacks the directory source as issue 20 item 9
+// TestSecretUnknownField attacks the directory source as a measured attack
 // did: a BGPPeer's password Secret with a misspelt field (stringDta) gave
 // only "waiting for secret". The misspelt field is now a problem naming
 // it (never its value), and the rest of the Secret is still read.
