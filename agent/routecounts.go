@@ -20,12 +20,21 @@ type routeCounts struct {
 	// learned counts, per neighbor, the learned prefixes whose best paths
 	// (Inputs.Learned, docs/routes.md §9.1) include one of its paths.
 	learned map[netip.Addr]int
-	// table counts the route table's entries by phase (docs/routes.md §9.7).
-	table map[state.RoutePhase]int
+	// table counts the route table's entries by phase (docs/routes.md
+	// §9.7), indexed as tablePhases.
+	table [numTablePhases]int
+	// run batches the learned deltas of consecutive prefixes from the
+	// same neighbor (a table comes in from few neighbors), so that most
+	// prefixes cost no map update.
+	run    netip.Addr
+	runLen int
 }
 
+// numTablePhases is len(tablePhases) (metrics.go), as a constant.
+const numTablePhases = 6
+
 func newRouteCounts() *routeCounts {
-	return &routeCounts{learned: map[netip.Addr]int{}, table: map[state.RoutePhase]int{}}
+	return &routeCounts{learned: map[netip.Addr]int{}}
 }
 
 // update takes the change from prev to next into the counts.
@@ -41,15 +50,25 @@ func (c *routeCounts) update(prev, next state.State) {
 				c.addLearned(cur, 1)
 			}
 		})
+	c.flush()
 	pmap.Diff(prev.Out.Routes, next.Out.Routes, samePtr[*state.TableRoute],
 		func(_ string, old *state.TableRoute, hadOld bool, cur *state.TableRoute, hasCur bool) {
 			if hadOld {
-				c.table[old.Phase]--
+				c.addPhase(old.Phase, -1)
 			}
 			if hasCur {
-				c.table[cur.Phase]++
+				c.addPhase(cur.Phase, 1)
 			}
 		})
+}
+
+func (c *routeCounts) addPhase(p state.RoutePhase, d int) {
+	for i, x := range tablePhases {
+		if x == p {
+			c.table[i] += d
+			return
+		}
+	}
 }
 
 // addLearned counts b once for each neighbor among its paths.
@@ -58,13 +77,25 @@ func (c *routeCounts) addLearned(b *state.BestPaths, d int) {
 		if !p.Neighbor.IsValid() || seenNeighbor(b.Paths[:i], p.Neighbor) {
 			continue
 		}
-		n := c.learned[p.Neighbor] + d
+		if p.Neighbor != c.run {
+			c.flush()
+			c.run = p.Neighbor
+		}
+		c.runLen += d
+	}
+}
+
+// flush applies the run of deltas batched for one neighbor.
+func (c *routeCounts) flush() {
+	if c.runLen != 0 {
+		n := c.learned[c.run] + c.runLen
 		if n == 0 {
-			delete(c.learned, p.Neighbor)
+			delete(c.learned, c.run)
 		} else {
-			c.learned[p.Neighbor] = n
+			c.learned[c.run] = n
 		}
 	}
+	c.run, c.runLen = netip.Addr{}, 0
 }
 
 func seenNeighbor(paths []state.LearnedPath, a netip.Addr) bool {
@@ -78,10 +109,14 @@ func seenNeighbor(paths []state.LearnedPath, a netip.Addr) bool {
 
 func samePtr[T comparable](x, y T) bool { return x == y }
 
-// snapshot copies the counts (a map per neighbor with learned routes and
-// one per phase: small).
+// snapshot copies the counts: per neighbor with learned routes, and per
+// phase of the route table.
 func (c *routeCounts) snapshot() (learned map[netip.Addr]int, table map[state.RoutePhase]int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return maps.Clone(c.learned), maps.Clone(c.table)
+	table = make(map[state.RoutePhase]int, len(tablePhases))
+	for i, p := range tablePhases {
+		table[p] = c.table[i]
+	}
+	return maps.Clone(c.learned), table
 }

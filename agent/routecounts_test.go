@@ -13,6 +13,9 @@ import (
 // new speaker empties Inputs.Learned), and a prefix with two paths from
 // one neighbor counts once for it.
 func TestRouteCountsFollowState(t *testing.T) {
+	if len(tablePhases) != numTablePhases {
+		t.Fatalf("numTablePhases %d, tablePhases has %d", numTablePhases, len(tablePhases))
+	}
 	a, b := mustAddr("10.0.0.2"), mustAddr("10.0.0.9")
 	learned := func(prefix string, from ...netip.Addr) *state.BestPaths {
 		bp := &state.BestPaths{Prefix: netip.MustParsePrefix(prefix)}
@@ -51,4 +54,31 @@ func TestRouteCountsFollowState(t *testing.T) {
 	if l, _ := c.snapshot(); len(l) != 0 {
 		t.Errorf("neighbors with no route left are still counted: %v", l)
 	}
+}
+
+// BenchmarkRouteCounts: the loop's per-step cost of keeping the route
+// counts, for a step that adds 100,000 learned prefixes and their table
+// routes (the whole of a full-table event), per route.
+func BenchmarkRouteCounts(b *testing.B) {
+	const n = 100_000
+	s0 := state.New("node-a", state.Options{})
+	s1 := s0
+	nb := mustAddr("10.0.0.2")
+	var learned []pmap.Edit[*state.BestPaths]
+	var routes []pmap.Edit[*state.TableRoute]
+	for i := range n {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i>>16), byte(i >> 8), byte(i)}), 32)
+		k := state.PrefixKey(p)
+		learned = append(learned, pmap.Edit[*state.BestPaths]{Key: k, Val: &state.BestPaths{Prefix: p,
+			Paths: []state.LearnedPath{{NextHops: []netip.Addr{nb}, Neighbor: nb}}}})
+		routes = append(routes, pmap.Edit[*state.TableRoute]{Key: k, Val: &state.TableRoute{Prefix: p, Phase: state.RoutePhasePending}})
+	}
+	s1.Inputs.Learned = s1.Inputs.Learned.Apply(learned)
+	s1.Out.Routes = s1.Out.Routes.Apply(routes)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c := newRouteCounts()
+		c.update(s0, s1)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/route")
 }
