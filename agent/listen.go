@@ -54,7 +54,8 @@ func serve(ln net.Listener, h http.Handler, maxConns int) (*http.Server, *evicto
 // closes the longest-idle one when a new connection takes the last place
 // under the cap, so that the next Accept of the limit listener never
 // waits for an idle client. A connection serving a request is never
-// closed.
+// closed; one accepted whose request has not arrived yet counts as idle
+// (since its accept), as a client holding it idle would.
 type evictor struct {
 	mu      sync.Mutex
 	max     int

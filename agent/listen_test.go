@@ -73,7 +73,9 @@ func TestServeServesPastIdleConnections(t *testing.T) {
 }
 
 // TestServeNeverEvictsARequest: connections serving a request are not
-// closed for new ones; those wait until one finishes.
+// closed for new ones; those wait until one finishes. (Each slow request
+// is serving before the next connects: a connection not yet sending is as
+// idle as any, and may be closed for a newcomer.)
 func TestServeNeverEvictsARequest(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -87,9 +89,20 @@ func TestServeNeverEvictsARequest(t *testing.T) {
 		io.WriteString(w, "ok\n")
 	}), 2)
 	defer srv.Close()
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	busy := func() int {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		n := 0
+		for _, x := range ev.conns {
+			if !x.idle {
+				n++
+			}
+		}
+		return n
+	}
 	slow := make(chan error, 2)
-	for range 2 {
+	for i := range 2 {
 		go func() {
 			resp, err := client.Get("http://" + ln.Addr().String() + "/slow")
 			if err == nil {
@@ -97,24 +110,13 @@ func TestServeNeverEvictsARequest(t *testing.T) {
 			}
 			slow <- err
 		}()
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ev.mu.Lock()
-		busy := 0
-		for _, x := range ev.conns {
-			if !x.idle {
-				busy++
+		deadline := time.Now().Add(10 * time.Second)
+		for busy() < i+1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("slow request %d never ran", i+1)
 			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		ev.mu.Unlock()
-		if busy == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("two slow requests never both ran")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	fast := make(chan error, 1)
 	go func() {
