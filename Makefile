@@ -81,7 +81,7 @@ golden-update:
 	$(GO) test ./golden -run TestGolden -update
 
 ## bench: the scale benchmarks (convergence and churn against the GoBGP floor, the old
-## way, memory; cmd/peeragent/bench*_test.go) and the core's (reducer, up to 10,000 peers), then
+## way, memory, a /metrics scrape at 100,000 learned routes; cmd/peeragent/bench*_test.go) and the core's (reducer, up to 10,000 peers), then
 ## docs/performance.md from them (tools/perfdoc); not part of make test. About 6 minutes on
 ## 2 cores. Leaves bench.txt, bench-stat.txt and the 10,000-peer run's bench-tenk.prof.
 BENCHSTAT ?= GOFLAGS= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
@@ -99,6 +99,7 @@ bench:
 	$(BENCH_AGENT) -bench '^Benchmark(Convergence|Churn)$$/^(peers=|gobgp$$)' -count 1 \
 	  -cpuprofile bench-tenk.prof ./cmd/peeragent | tee -a bench.txt; \
 	$(BENCH_AGENT) -bench '^Benchmark(Churn|Memory)$$/^(instant|state|churn=)' -count 3 ./cmd/peeragent | tee -a bench.txt; \
+	$(GO) test -run '^$$' -bench '^BenchmarkScrape$$' -benchtime 20x -count 3 -timeout 30m ./cmd/peeragent | tee -a bench.txt; \
 	$(BENCHSTAT) bench.txt > bench-stat.txt; \
 	$(GO) run ./tools/perfdoc -bench bench.txt -benchstat bench-stat.txt -profile bench-tenk.prof \
 	  -loadavg bench-loadavg.txt -elapsed $$(( $$(date +%s) - start ))s -out docs/performance.md; \

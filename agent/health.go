@@ -3,9 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"sync"
 	"time"
 
 	"github.com/peeragent/peeragent/state"
@@ -44,70 +41,4 @@ func speakerDown(s state.State) error {
 		return nil
 	}
 	return fmt.Errorf("speaker down: %s", probs[0].Reason)
-}
-
-// Admin HTTP bounds (docs/semantics.md §7: never stall the neighbors): a
-// client may not hold a connection idle or trickle a request, nor open
-// more than maxAdminConns at once, so that admin clients can never take
-// the file descriptors the BGP listener needs.
-const (
-	adminReadTimeout  = 10 * time.Second
-	adminWriteTimeout = 30 * time.Second // a large /state on a slow reader
-	adminIdleTimeout  = 30 * time.Second
-	maxAdminConns     = 64
-)
-
-// Serve serves h on ln with the admin bounds: read, write and idle
-// timeouts, and at most maxAdminConns connections at a time (the others
-// wait in the kernel's backlog). It returns the server, to Close.
-func Serve(ln net.Listener, h http.Handler) *http.Server {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: adminReadTimeout,
-		WriteTimeout: adminWriteTimeout, IdleTimeout: adminIdleTimeout}
-	go srv.Serve(LimitListener(ln, maxAdminConns))
-	return srv
-}
-
-// LimitListener accepts at most n connections open at a time from ln: an
-// Accept beyond that waits until one of them is closed.
-func LimitListener(ln net.Listener, n int) net.Listener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-type limitListener struct {
-	net.Listener
-	sem       chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-func (l *limitListener) Close() error {
-	err := l.Listener.Close()
-	l.closeOnce.Do(func() { close(l.done) })
-	return err
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
 }

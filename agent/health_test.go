@@ -146,58 +146,13 @@ func TestHealthzFailsWhileStuck(t *testing.T) {
 	})
 }
 
-// TestLimitListener: with two connections open, a third Accept waits,
-// and returns once one of the two is closed.
-func TestLimitListener(t *testing.T) {
-	inner, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := LimitListener(inner, 2)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 3)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
-	for i := 0; i < 3; i++ {
-		c, err := net.Dial("tcp4", inner.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-	}
-	first, second := <-accepted, <-accepted
-	defer second.Close()
-	select {
-	case <-accepted:
-		t.Fatal("a third connection was accepted while two are open")
-	default:
-	}
-	if n := len(ln.(*limitListener).sem); n != 2 {
-		t.Fatalf("%d slots taken, want 2", n)
-	}
-	first.Close()
-	select {
-	case c := <-accepted:
-		c.Close()
-	case <-time.After(10 * time.Second):
-		t.Fatal("the third connection was not accepted after one closed")
-	}
-}
-
 // TestServeBounds: the admin server has read, write and idle timeouts.
 func TestServeBounds(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := Serve(ln, http.NotFoundHandler())
+	srv := Serve(ln, http.NotFoundHandler(), DefaultMaxConns)
 	defer srv.Close()
 	if srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.ReadHeaderTimeout <= 0 {
 		t.Errorf("timeouts: read %v write %v idle %v header %v", srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout, srv.ReadHeaderTimeout)

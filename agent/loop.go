@@ -94,9 +94,9 @@ func NewLoop(cfg LoopConfig) *Loop {
 	for _, p := range l.publish {
 		p(s)
 	}
-	ins, _ := cfg.Speaker.(effects.Inspector)
-	l.metrics.Watch(l.State, ins)
-	l.inspector = ins
+	l.metrics.stateChanged(state.State{}, s)
+	l.metrics.Watch(l.State)
+	l.inspector, _ = cfg.Speaker.(effects.Inspector)
 	return l
 }
 
@@ -168,6 +168,7 @@ func (l *Loop) step(batch []state.Action) {
 	t1 := time.Now()
 	effs := effects.Diff(prev, s)
 	l.metrics.reduced(t1.Sub(t0), time.Since(t1))
+	l.metrics.stateChanged(prev, s)
 	l.cur.Store(&s)
 	for _, p := range l.publish {
 		p(s)

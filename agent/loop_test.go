@@ -130,7 +130,7 @@ func TestHTTPEndpointsNeverShowPasswords(t *testing.T) {
 	}
 	waitFor(t, "ready", l.Ready)
 	cases := []struct{ path, want string }{
-		{"/state", `"password": "sha256:`},
+		{"/state", `"password": "hmac:`},
 		{"/actions", `"secretUpserted"`},
 		{"/healthz", "ok"},
 		{"/readyz", "ready"},

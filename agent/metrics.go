@@ -23,6 +23,7 @@ type Metrics struct {
 	effects  *prometheus.CounterVec
 	retries  prometheus.Counter
 	flaps    prometheus.Counter
+	routes   *routeCounts
 }
 
 // NewMetrics registers every metric on a fresh registry, with the Go
@@ -43,6 +44,7 @@ func NewMetrics() *Metrics {
 			Help: "Retries that came due after a failed effect."}),
 		flaps: prometheus.NewCounter(prometheus.CounterOpts{Name: "peeragent_session_flaps_total",
 			Help: "Times a session left Established, over every neighbor this process has had."}),
+		routes: newRouteCounts(),
 	}
 	bi := prometheus.NewGauge(prometheus.GaugeOpts{Name: buildinfo.MetricName, Help: buildinfo.MetricHelp,
 		ConstLabels: buildinfo.Read().Labels()})
@@ -80,17 +82,24 @@ func (m *Metrics) sessionChanged(before, after state.State, a state.Action) {
 
 // reduced records a batch's timings. The State-derived gauges are computed
 // at scrape time (stateCollector), so an event's cost never includes a walk
-// over every neighbor.
+// over every neighbor; those that would walk the routes are counted as
+// State changes (routeCounts).
 func (m *Metrics) reduced(reduce, diff time.Duration) {
 	m.reduce.Observe(reduce.Seconds())
 	m.diff.Observe(diff.Seconds())
 }
 
-// Watch makes the registry report the gauges of whatever current returns,
-// and, with an Inspector (may be nil), the speaker's per-neighbor view.
-func (m *Metrics) Watch(current func() state.State, ins effects.Inspector) {
-	m.Registry.MustRegister(&stateCollector{current: current}, &neighborCollector{current: current, ins: ins})
+// Watch makes the registry report the gauges of whatever current returns
+// and of the route counts the loop keeps (stateChanged). A scrape costs
+// O(neighbors + problems): it never walks the routes, nor asks the speaker.
+func (m *Metrics) Watch(current func() state.State) {
+	m.Registry.MustRegister(&stateCollector{current: current, routes: m.routes},
+		&neighborCollector{current: current, routes: m.routes})
 }
+
+// stateChanged takes a step's change of State (or the initial State, from
+// the zero one) into the route counts.
+func (m *Metrics) stateChanged(prev, next state.State) { m.routes.update(prev, next) }
 
 var (
 	neighborsDesc = prometheus.NewDesc("peeragent_neighbors", "Neighbors by lifecycle phase.", []string{"phase"}, nil)
@@ -100,13 +109,18 @@ var (
 		"Route table entries (docs/routes.md §9.7) by phase of their dataplane call.", []string{"phase"}, nil)
 	repairsDesc = prometheus.NewDesc("peeragent_route_repairs_total",
 		"Routes a rescan found missing, different or unknown in the dataplane, applied or removed again (docs/routes.md §9.7 rule 6).", nil, nil)
+	advertisedDesc = prometheus.NewDesc("peeragent_own_paths",
+		"Own paths (blocks, borrowed addresses, services: docs/routes.md §8) the speaker advertises, before each neighbor's export policy.", nil, nil)
 )
 
 // tablePhases are the values of peeragent_route_table_entries' phase label.
 var tablePhases = []state.RoutePhase{state.RoutePhasePending, state.RoutePhaseApplied, state.RoutePhaseFailed,
 	state.RoutePhaseSkipped, state.RoutePhaseAdopted, state.RoutePhaseHeld}
 
-type stateCollector struct{ current func() state.State }
+type stateCollector struct {
+	current func() state.State
+	routes  *routeCounts
+}
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- neighborsDesc
@@ -114,6 +128,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- neighborsSum
 	ch <- tableDesc
 	ch <- repairsDesc
+	ch <- advertisedDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -138,15 +153,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, v := range kinds {
 		ch <- prometheus.MustNewConstMetric(problemsDesc, prometheus.GaugeValue, v, k)
 	}
-	entries := map[state.RoutePhase]float64{}
-	s.Out.Routes.Range(func(_ string, r *state.TableRoute) bool {
-		entries[r.Phase]++
-		return true
-	})
+	_, entries := c.routes.snapshot()
 	for _, p := range tablePhases {
-		ch <- prometheus.MustNewConstMetric(tableDesc, prometheus.GaugeValue, entries[p], string(p))
+		ch <- prometheus.MustNewConstMetric(tableDesc, prometheus.GaugeValue, float64(entries[p]), string(p))
 	}
 	ch <- prometheus.MustNewConstMetric(repairsDesc, prometheus.CounterValue, float64(s.Routing.Repairs))
+	ch <- prometheus.MustNewConstMetric(advertisedDesc, prometheus.GaugeValue, float64(s.Out.Advertised.Len()))
 }
 
 func problemKind(object string) string {

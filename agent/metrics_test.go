@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,10 +18,14 @@ import (
 )
 
 // inspectingSpeaker is a fakeSpeaker that also answers Inspect with fixed
-// route counts for every address it was asked to add.
-type inspectingSpeaker struct{ fakeSpeaker }
+// route counts for every address it was asked to add, and counts the calls.
+type inspectingSpeaker struct {
+	fakeSpeaker
+	inspects atomic.Int64
+}
 
 func (f *inspectingSpeaker) Inspect(_ context.Context, addr netip.Addr, advertised bool) ([]effects.NeighborInfo, error) {
+	f.inspects.Add(1)
 	var out []effects.NeighborInfo
 	for _, a := range []string{"10.0.0.2", "10.0.0.9"} {
 		if addr.IsValid() && addr.String() != a {
@@ -39,7 +44,14 @@ func (f *inspectingSpeaker) Inspect(_ context.Context, addr netip.Addr, advertis
 
 func startInspectedLoop(t *testing.T) *Loop {
 	t.Helper()
-	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: &inspectingSpeaker{},
+	l, _ := startInspectedLoopWith(t)
+	return l
+}
+
+func startInspectedLoopWith(t *testing.T) (*Loop, *inspectingSpeaker) {
+	t.Helper()
+	sp := &inspectingSpeaker{}
+	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp,
 		Secrets: &fakeSecrets{watched: map[string]bool{}}, Journal: 100, Log: discardLogger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -64,7 +76,7 @@ func startInspectedLoop(t *testing.T) *Loop {
 		})
 		return n == 2
 	})
-	return l
+	return l, sp
 }
 
 func TestMetricsExpositionLints(t *testing.T) {
@@ -85,8 +97,9 @@ func TestMetricsExpositionLints(t *testing.T) {
 		names[mf.GetName()] = true
 	}
 	for _, want := range []string{"go_goroutines", "process_cpu_seconds_total", "peeragent_build_info",
-		"peeragent_session_flaps_total", "peeragent_sessions", "peeragent_routes",
-		"peeragent_neighbor_session_state", "peeragent_neighbor_routes", "peeragent_effects_total"} {
+		"peeragent_session_flaps_total", "peeragent_sessions", "peeragent_learned_routes",
+		"peeragent_neighbor_session_state", "peeragent_neighbor_learned_routes", "peeragent_effects_total",
+		"peeragent_own_paths", "peeragent_route_table_entries"} {
 		if !names[want] {
 			t.Errorf("no %s in the exposition", want)
 		}
@@ -104,19 +117,51 @@ func scrape(t *testing.T, h http.Handler) string {
 	return body
 }
 
+// learnedFrom is a best-path event: prefixes learned from the mesh peer
+// 10.0.0.2 and the ToR 10.0.0.9, one of them over both (ECMP).
+func learnedFrom(gen uint64, withdraw bool) state.BestPathsChanged {
+	mesh, tor := mustAddr("10.0.0.2"), mustAddr("10.0.0.9")
+	path := func(nb netip.Addr) state.LearnedPath {
+		return state.LearnedPath{NextHops: []netip.Addr{nb}, Neighbor: nb, Withdrawn: withdraw}
+	}
+	ev := state.BestPathsChanged{Gen: gen}
+	for _, x := range []struct {
+		prefix string
+		from   []netip.Addr
+	}{
+		{"192.168.50.0/24", []netip.Addr{tor}}, {"192.168.51.0/24", []netip.Addr{tor}},
+		{"192.168.52.0/24", []netip.Addr{mesh, tor}}, {"192.168.53.0/24", []netip.Addr{mesh}},
+	} {
+		bp := state.BestPaths{Prefix: netip.MustParsePrefix(x.prefix)}
+		for _, nb := range x.from {
+			bp.Paths = append(bp.Paths, path(nb))
+		}
+		ev.Prefixes = append(ev.Prefixes, bp)
+	}
+	return ev
+}
+
+// TestMetricsNeighborBreakdownLeavesMeshAggregated: the route counts come
+// from the learned best paths as the loop counts them, per neighbor (a
+// prefix over both counts for each), and a scrape never asks the speaker
+// (which walks every neighbor's Adj-RIB for it).
 func TestMetricsNeighborBreakdownLeavesMeshAggregated(t *testing.T) {
-	l := startInspectedLoop(t)
+	l, sp := startInspectedLoopWith(t)
+	l.Dispatch(learnedFrom(l.State().Routing.SpeakerGen, false))
+	waitFor(t, "4 learned prefixes", func() bool { return l.State().Inputs.Learned.Len() == 4 })
+	before := sp.inspects.Load()
 	body := scrape(t, MetricsHandler(l))
+	if n := sp.inspects.Load() - before; n != 0 {
+		t.Errorf("a scrape asked the speaker %d times, want 0", n)
+	}
 	for _, want := range []string{
 		`peeragent_neighbor_session_state{neighbor="10.0.0.9",origin="bgppeer/tor",state="established"} 1`,
 		`peeragent_neighbor_session_state{neighbor="10.0.0.9",origin="bgppeer/tor",state="idle"} 0`,
-		`peeragent_neighbor_routes{direction="received",neighbor="10.0.0.9",origin="bgppeer/tor"} 5`,
-		`peeragent_neighbor_routes{direction="accepted",neighbor="10.0.0.9",origin="bgppeer/tor"} 4`,
-		`peeragent_neighbor_routes{direction="advertised",neighbor="10.0.0.9",origin="bgppeer/tor"} 3`,
+		`peeragent_neighbor_learned_routes{neighbor="10.0.0.9",origin="bgppeer/tor"} 3`,
 		`peeragent_sessions{group="mesh",state="established"} 1`,
 		`peeragent_sessions{group="peer",state="established"} 1`,
-		`peeragent_routes{direction="received",group="mesh"} 5`,
-		`peeragent_routes{direction="accepted",group="peer"} 4`,
+		`peeragent_learned_routes{group="mesh"} 2`,
+		`peeragent_learned_routes{group="peer"} 3`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %s", want)
@@ -127,6 +172,18 @@ func TestMetricsNeighborBreakdownLeavesMeshAggregated(t *testing.T) {
 	}
 	if strings.Contains(body, testPassword) {
 		t.Error("password text in the scrape")
+	}
+	l.Dispatch(learnedFrom(l.State().Routing.SpeakerGen, true))
+	waitFor(t, "no learned prefix", func() bool { return l.State().Inputs.Learned.Len() == 0 })
+	body = scrape(t, MetricsHandler(l))
+	for _, want := range []string{
+		`peeragent_neighbor_learned_routes{neighbor="10.0.0.9",origin="bgppeer/tor"} 0`,
+		`peeragent_learned_routes{group="mesh"} 0`,
+		`peeragent_learned_routes{group="peer"} 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("after the withdrawals, scrape lacks %s", want)
+		}
 	}
 }
 
@@ -194,7 +251,7 @@ func TestNeighborDetailEndpoint(t *testing.T) {
 		*d.Speaker.Advertised != 3 || d.Speaker.HoldTime != 90 {
 		t.Errorf("detail = %s", body)
 	}
-	if !strings.Contains(body, `"password": "sha256:`) || strings.Contains(body, testPassword) {
+	if !strings.Contains(body, `"password": "hmac:`) || strings.Contains(body, testPassword) {
 		t.Errorf("password not as a fingerprint: %s", body)
 	}
 	if code, _ := get(t, srv.URL+"/neighbors/10.9.9.9"); code != http.StatusNotFound {

@@ -1,24 +1,18 @@
 package agent
 
 import (
-	"context"
 	"net/netip"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/state"
 )
 
 // MaxNeighborSeries bounds the per-neighbor breakdown: at most this many
 // neighbors that are not mesh peers (the first in address order) get series
 // of their own. The mesh, which grows with the cluster, is only ever
-// aggregated (peeragent_sessions, peeragent_routes), as is every neighbor.
+// aggregated (peeragent_sessions, peeragent_learned_routes), as is every neighbor.
 const MaxNeighborSeries = 64
-
-// inspectTimeout bounds the speaker reads of one scrape.
-const inspectTimeout = 2 * time.Second
 
 // bgpStates are the values of the state label, GoBGP's session states.
 var bgpStates = []string{"idle", "connect", "active", "opensent", "openconfirm", "established"}
@@ -27,29 +21,32 @@ var (
 	sessionsDesc = prometheus.NewDesc("peeragent_sessions",
 		"Neighbors by group (mesh: the node-to-node mesh; peer: BGPPeers) and BGP session state.",
 		[]string{"group", "state"}, nil)
-	routesDesc = prometheus.NewDesc("peeragent_routes",
-		"Paths received from neighbors, before (received) and after (accepted) the import policy, by group.",
-		[]string{"group", "direction"}, nil)
+	learnedDesc = prometheus.NewDesc("peeragent_learned_routes",
+		"Learned prefixes whose best paths include a path from a neighbor of the group (the routes taken from it), summed over the group's neighbors.",
+		[]string{"group"}, nil)
 	neighborStateDesc = prometheus.NewDesc("peeragent_neighbor_session_state",
 		"1 for the BGP session state a neighbor that is not a mesh peer is in, 0 for the others.",
 		[]string{"neighbor", "origin", "state"}, nil)
-	neighborRoutesDesc = prometheus.NewDesc("peeragent_neighbor_routes",
-		"Paths of a neighbor that is not a mesh peer: received, accepted (after the import policy) and advertised to it.",
-		[]string{"neighbor", "origin", "direction"}, nil)
+	neighborLearnedDesc = prometheus.NewDesc("peeragent_neighbor_learned_routes",
+		"Learned prefixes whose best paths include a path from a neighbor that is not a mesh peer.",
+		[]string{"neighbor", "origin"}, nil)
 )
 
-// neighborCollector reports sessions from State and route counts from the
-// speaker, at scrape time.
+// neighborCollector reports sessions from State and learned-route counts
+// from the counts the loop keeps (routeCounts), at scrape time. The
+// speaker's own counts (received before and accepted after the import
+// policy, advertised) cost a walk of each neighbor's Adj-RIBs: only
+// /neighbors/ADDRESS reads them, one neighbor at a time, on the loopback.
 type neighborCollector struct {
 	current func() state.State
-	ins     effects.Inspector
+	routes  *routeCounts
 }
 
 func (c *neighborCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- sessionsDesc
-	ch <- routesDesc
+	ch <- learnedDesc
 	ch <- neighborStateDesc
-	ch <- neighborRoutesDesc
+	ch <- neighborLearnedDesc
 }
 
 type breakout struct {
@@ -68,7 +65,7 @@ func group(origin string) string {
 func (c *neighborCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.current()
 	counts := map[string]map[string]float64{"mesh": {}, "peer": {}}
-	origins := map[netip.Addr]string{}
+	groups := map[netip.Addr]string{}
 	var out []breakout
 	s.Out.Neighbors.Range(func(k string, n *state.Neighbor) bool {
 		bgp := "idle"
@@ -77,7 +74,7 @@ func (c *neighborCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		g := group(n.Origin)
 		counts[g][bgp]++
-		origins[n.Address] = g
+		groups[n.Address] = g
 		if g == "peer" && len(out) < MaxNeighborSeries {
 			out = append(out, breakout{n.Address, n.Origin, bgp})
 		}
@@ -97,49 +94,17 @@ func (c *neighborCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(neighborStateDesc, prometheus.GaugeValue, v, b.addr.String(), b.origin, st)
 		}
 	}
-	if c.ins != nil {
-		c.collectRoutes(ch, origins, out)
-	}
-}
-
-// collectRoutes reads every neighbor's received and accepted counts in one
-// call, then the advertised count of each broken-out neighbor (a walk of
-// its Adj-RIB-Out each, so only for those). A speaker that does not answer
-// leaves the route series out of this scrape.
-func (c *neighborCollector) collectRoutes(ch chan<- prometheus.Metric, origins map[netip.Addr]string, out []breakout) {
-	ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
-	defer cancel()
-	all, err := c.ins.Inspect(ctx, netip.Addr{}, false)
-	if err != nil {
-		return
-	}
-	sums := map[string][2]float64{"mesh": {}, "peer": {}}
-	byAddr := map[netip.Addr]effects.NeighborInfo{}
-	for _, n := range all {
-		byAddr[n.Address] = n
-		g, ok := origins[n.Address]
-		if !ok {
-			continue
+	learned, _ := c.routes.snapshot()
+	sums := map[string]float64{"mesh": 0, "peer": 0}
+	for a, n := range learned {
+		if g, ok := groups[a]; ok {
+			sums[g] += float64(n)
 		}
-		v := sums[g]
-		v[0] += float64(n.Received)
-		v[1] += float64(n.Accepted)
-		sums[g] = v
 	}
 	for _, g := range []string{"mesh", "peer"} {
-		ch <- prometheus.MustNewConstMetric(routesDesc, prometheus.GaugeValue, sums[g][0], g, "received")
-		ch <- prometheus.MustNewConstMetric(routesDesc, prometheus.GaugeValue, sums[g][1], g, "accepted")
+		ch <- prometheus.MustNewConstMetric(learnedDesc, prometheus.GaugeValue, sums[g], g)
 	}
 	for _, b := range out {
-		n, ok := byAddr[b.addr]
-		if !ok {
-			continue
-		}
-		addr, origin := b.addr.String(), b.origin
-		ch <- prometheus.MustNewConstMetric(neighborRoutesDesc, prometheus.GaugeValue, float64(n.Received), addr, origin, "received")
-		ch <- prometheus.MustNewConstMetric(neighborRoutesDesc, prometheus.GaugeValue, float64(n.Accepted), addr, origin, "accepted")
-		if one, err := c.ins.Inspect(ctx, b.addr, true); err == nil && len(one) == 1 && one[0].Advertised != nil {
-			ch <- prometheus.MustNewConstMetric(neighborRoutesDesc, prometheus.GaugeValue, float64(*one[0].Advertised), addr, origin, "advertised")
-		}
+		ch <- prometheus.MustNewConstMetric(neighborLearnedDesc, prometheus.GaugeValue, float64(learned[b.addr]), b.addr.String(), b.origin)
 	}
 }

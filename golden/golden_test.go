@@ -15,6 +15,14 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the want-* sections of the golden files")
 
+// TestMain fixes the password fingerprint key (random per process in the
+// agent), so that the fingerprints in the golden files are the same on
+// every run.
+func TestMain(m *testing.M) {
+	state.SetFingerprintKey([]byte("peeragent golden scenarios"))
+	os.Exit(m.Run())
+}
+
 func TestGolden(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txtar")
 	if err != nil || len(files) == 0 {

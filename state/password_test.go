@@ -1,6 +1,9 @@
 package state
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -40,9 +43,11 @@ func TestPasswordNeverPrintsItself(t *testing.T) {
 }
 
 func TestFingerprint(t *testing.T) {
+	defer restoreFingerprintKey()()
+	SetFingerprintKey([]byte("golden"))
 	cases := []struct{ name, in, want string }{
 		{"empty", "", ""},
-		{"known", "abc", "sha256:ba7816bf"},
+		{"known", "abc", "hmac:" + hmacHex("golden", "abc")[:8]},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -51,6 +56,48 @@ func TestFingerprint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFingerprintResistsADictionary attacks a fingerprint as a measured
+// attack did (docs/semantics.md §4): the unsalted 32-bit SHA-256 prefix of every word of a
+// dictionary (the real password among them) was computed offline, and the
+// fingerprint shown in /state looked up in it (under a second). Under the
+// process's random key, no word's offline fingerprint (plain SHA-256, or an
+// HMAC under an empty or guessed key) matches, and two processes (two
+// keys) show the same password differently.
+func TestFingerprintResistsADictionary(t *testing.T) {
+	const password = "tor-md5-2026"
+	shown := NewPassword(password).Fingerprint()
+	words := []string{password, "password", "calico", "bgp", "secret", "hunter2", "abc"}
+	for i := range 10000 {
+		words = append(words, fmt.Sprintf("tor-md5-%d", i))
+	}
+	for _, w := range words {
+		sum := sha256.Sum256([]byte(w))
+		for _, guess := range []string{"sha256:" + hex.EncodeToString(sum[:4]), "hmac:" + hmacHex("", w)[:8],
+			"hmac:" + hmacHex("peeragent", w)[:8], "hmac:" + hmacHex("golden", w)[:8]} {
+			if guess == shown {
+				t.Fatalf("the fingerprint %s of the password is found offline from the word %q", shown, w)
+			}
+		}
+	}
+	defer restoreFingerprintKey()()
+	SetFingerprintKey([]byte("another process"))
+	if other := NewPassword(password).Fingerprint(); other == shown || !strings.HasPrefix(other, "hmac:") || len(other) != 13 {
+		t.Errorf("under another key the fingerprint is %q (this process: %q), want another hmac: and 8 hex digits", other, shown)
+	}
+}
+
+func hmacHex(key, text string) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte(text))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// restoreFingerprintKey returns a func that puts the current key back.
+func restoreFingerprintKey() func() {
+	k := *fingerprintKey.Load()
+	return func() { SetFingerprintKey(k) }
 }
 
 func TestActionRoundTrip(t *testing.T) {
@@ -102,5 +149,32 @@ func TestPrefixKeyForm(t *testing.T) {
 	}
 	if got := PrefixKey(netip.Prefix{}); got != "6/-01" {
 		t.Errorf("PrefixKey of the zero Prefix = %q, want %q", got, "6/-01")
+	}
+}
+
+// TestSecretKeysAreNeverWritten attacks the journal as a measured attack
+// did (docs/semantics.md §4): a password typed as a Secret's data key (`{"k PWLEAKzq7x": ""}`,
+// an empty value) was shown verbatim in /actions and the debug log. The
+// journal form of every action that holds a Secret, and its %v and %+v,
+// hold neither the key nor the value.
+func TestSecretKeysAreNeverWritten(t *testing.T) {
+	const leak = "PWLEAKzq7x"
+	sec := Secret{Name: "s", Data: map[string]Password{"k " + leak: NewPassword(""), "pw": NewPassword(leak + "-value")}}
+	for _, a := range []Action{SecretUpserted{Secret: sec}, SourceSynced{Kind: KindSecret, Secrets: []Secret{sec}}} {
+		j, err := EncodeAction(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logged strings.Builder
+		slog.New(slog.NewTextHandler(&logged, nil)).Debug("action", "action", string(j), "v", a)
+		for name, out := range map[string]string{"journal": string(j), "v": fmt.Sprintf("%v", a),
+			"plus-v": fmt.Sprintf("%+v", a), "slog": logged.String()} {
+			if strings.Contains(out, leak) {
+				t.Errorf("%s: %s form holds a data key or value: %s", a.ActionName(), name, out)
+			}
+		}
+		if !strings.Contains(string(j), NewPassword("k "+leak).Fingerprint()) {
+			t.Errorf("%s: the journal lacks the key's fingerprint: %s", a.ActionName(), j)
+		}
 	}
 }

@@ -33,10 +33,13 @@ const DirPollInterval = 400 * time.Millisecond
 // file has been stable (or absent) for 2 s, so a pause in the middle of a
 // write never takes peers away and back.
 //
-// A file that loaded cleanly once and is then saved with a problem (a typo,
-// a bad field) keeps its last good version's objects, with its problems
-// and one saying so, until it is fixed or removed: a mistake in a file
-// never takes its BGPPeers away. (LoadDir, used by `plan`, has no history
+// A file saved with a problem (a typo, a bad field, a write cut short)
+// that no longer defines every object of its last good version keeps that
+// version's objects, with its problems and one saying so, until it is
+// fixed or removed: a mistake in a file never takes its BGPPeers away. A
+// version is good when it loads cleanly, when it is at least as good as
+// the last good one (it defines all of its objects), or when it is the
+// file's first (keepLastGood). (LoadDir, used by `plan`, has no history
 // and skips what it cannot read.)
 //
 // On a change, Dir dispatches a SourceSynced for each kind whose objects
@@ -110,7 +113,7 @@ type dirReload struct {
 	synced   bool                 // the first complete lists were dispatched
 	files    map[string]*dirFile  // by name, the files listed last
 	gone     map[string]dirGone   // files no longer listed whose objects are kept a while
-	lastGood map[string]fileInput // by name: each file's last version that loaded without a problem
+	lastGood map[string]fileInput // by name: each file's last good version (keepLastGood)
 	cache    map[string]decoded   // by name: the decode of its last version read
 	objects  []state.Action
 	problems map[string][]state.Problem // as last reported, by source
@@ -334,12 +337,20 @@ func (r *dirReload) syncObjects(actions []state.Action) []state.Kind {
 	return kinds
 }
 
-// keepLastGood puts back the last good version of every file that now
-// fails to read or decode (and had one): a typo saved into a file must not
-// take its objects away and reset their sessions. The broken version's
-// problems are still reported, with one more saying what is kept. A
-// removed file is forgotten (removing is deliberate). Files that load
-// cleanly become the new last good versions.
+// keepLastGood puts back the last good version of every file whose new
+// version is worse: it fails to read, or has a problem and no longer
+// defines every object the last good one did (a typo that makes a
+// document unreadable, a write cut short): that must not take its objects
+// away and reset their sessions. The worse version's problems are still
+// reported, with one more saying what is kept. A version is good when it
+// loads without a problem, or is at least as good as the last good one
+// (it defines each of its objects; its problems are then reported and its
+// objects applied), or is the file's first: so a file with a standing
+// problem keeps it as its last good version, and a clean version written
+// short (which may drop objects: a deliberate removal looks the same) does
+// not turn the complete file, standing problem and all, into a worse one
+// when it is written back. A removed file is forgotten (removing is
+// deliberate).
 func (r *dirReload) keepLastGood(files []fileInput) ([]fileInput, map[string][]state.Problem) {
 	out := make([]fileInput, 0, len(files))
 	extra := map[string][]state.Problem{}
@@ -349,16 +360,14 @@ func (r *dirReload) keepLastGood(files []fileInput) ([]fileInput, map[string][]s
 		_, probs := loadFilesRetaining([]fileInput{f}, nil, r.decode)
 		good, had := r.lastGood[f.name]
 		switch {
-		case len(probs) == 0:
+		case len(probs) == 0 || !had || (f.err == "" && r.definesAll(f, good)):
 			r.lastGood[f.name] = f
 			out = append(out, f)
-		case had:
+		default:
 			src := fileSource(f.name)
 			extra[src] = append(probs[src], state.Problem{Object: src,
-				Reason: "keeping the objects of its last version that loaded without a problem, until it is fixed"})
+				Reason: "keeping the objects of its last good version, which this one does not all define, until it is fixed"})
 			out = append(out, good)
-		default:
-			out = append(out, f)
 		}
 	}
 	for name := range r.lastGood {
@@ -367,4 +376,24 @@ func (r *dirReload) keepLastGood(files []fileInput) ([]fileInput, map[string][]s
 		}
 	}
 	return out, extra
+}
+
+// definesAll reports whether version f defines every object (by kind and
+// name) that version good defines.
+func (r *dirReload) definesAll(f, good fileInput) bool {
+	if good.err != "" {
+		return true
+	}
+	objs, _ := r.decode(f)
+	have := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		have[string(o.kind)+"/"+o.name] = true
+	}
+	goodObjs, _ := r.decode(good)
+	for _, o := range goodObjs {
+		if !have[string(o.kind)+"/"+o.name] {
+			return false
+		}
+	}
+	return true
 }

@@ -78,10 +78,18 @@ func keepMtimeStep(name, text string) func(*testing.T, string) {
 	}
 }
 
+// keepingReason is the problem a file whose version in force is its last
+// good one has.
+const keepingReason = "keeping the objects of its last good version, which this one does not all define, until it is fixed"
+
 func TestDirReload(t *testing.T) {
 	v3, v1 := "projectcalico.org/v3", "crd.projectcalico.org/v1"
 	tor := manifestPeer(v3, "tor", "65001")
 	half := "apiVersion: projectcalico.org/v3\nkind: BGPPeer\nmetadata:\n  name: p2\nspec:\n  peerIP: [192.0"
+	standing := manifestPeer(v3, "p1", "65001") + "---\n" + manifestPeer(v3, "p2", "65002") + "---\n" +
+		manifestPeer(v3, "p3", "65003") + "---\n" + manifestPeer(v3, "bad", "foo")
+	standingProblem := state.InputProblemsReported{Source: "file/a.yaml", Problems: []state.Problem{
+		{Object: "file/a.yaml", Reason: `line 25: BGPPeer "bad" (projectcalico.org/v3): invalid AS Number format (foo)`}}}
 	tests := []struct {
 		name  string
 		files map[string]string
@@ -120,12 +128,47 @@ func TestDirReload(t *testing.T) {
 			{name: "broken-objects-kept", change: writeStep(map[string]string{"a.yaml": half}), polls: 2,
 				want: []state.Action{state.InputProblemsReported{Source: "file/a.yaml", Problems: []state.Problem{
 					{Object: "file/a.yaml", Reason: "line 6: invalid YAML: did not find expected ',' or ']'"},
-					{Object: "file/a.yaml", Reason: "keeping the objects of its last version that loaded without a problem, until it is fixed"}}}}},
+					{Object: "file/a.yaml", Reason: keepingReason}}}}},
 			{name: "still-broken-dispatches-nothing", polls: 3},
 			{name: "fixed", change: writeStep(map[string]string{"a.yaml": manifestPeer(v3, "tor", "65008")}), polls: 2,
 				want: []state.Action{state.InputProblemsReported{Source: "file/a.yaml"}, peersSynced(filePeer("tor", 65008))}},
 			{name: "removed-is-forgotten-after-2s", change: removeStep("a.yaml"), polls: 6, want: []state.Action{peersSynced()}},
 		}},
+		// The attack (docs/semantics-notes.md): a file with a standing problem
+		// (one bad document) is written short, cut after its first peer
+		// (a clean version that drops two peers), then complete again.
+		// The complete file is at least as good as the short one (it
+		// defines all of its objects) and is applied: its peers come back.
+		// Before, the short version became the file's last good version
+		// and kept the two peers deleted while the complete file was on disk.
+		{name: "truncated-write-of-a-file-with-a-standing-problem", files: map[string]string{"a.yaml": standing},
+			steps: []dirStep{
+				{name: "initial", polls: 1, want: append([]state.Action{standingProblem},
+					initialSync(filePeer("p1", 65001), filePeer("p2", 65002), filePeer("p3", 65003))...)},
+				{name: "written-short-clean", change: writeStep(map[string]string{"a.yaml": manifestPeer(v3, "p1", "65001")}), polls: 2,
+					want: []state.Action{state.InputProblemsReported{Source: "file/a.yaml"}}},
+				{name: "short-version-drops-two-after-2s", polls: 5, want: []state.Action{peersSynced(filePeer("p1", 65001))}},
+				{name: "complete-again-brings-them-back", change: writeStep(map[string]string{"a.yaml": standing}), polls: 2,
+					want: []state.Action{standingProblem,
+						peersSynced(filePeer("p1", 65001), filePeer("p2", 65002), filePeer("p3", 65003))}},
+			}},
+		// Cut in the middle of a document instead: the short version has a
+		// problem and lacks two peers, so the last good version (the
+		// file's first, standing problem and all) stays in force: no peer
+		// goes, then or 2 s later.
+		{name: "truncated-mid-document-keeps-the-standing-version", files: map[string]string{"a.yaml": standing},
+			steps: []dirStep{
+				{name: "initial", polls: 1, want: append([]state.Action{standingProblem},
+					initialSync(filePeer("p1", 65001), filePeer("p2", 65002), filePeer("p3", 65003))...)},
+				{name: "written-short-mid-document", change: writeStep(map[string]string{"a.yaml": manifestPeer(v3, "p1", "65001") + "---\n" + half}),
+					polls: 2, want: []state.Action{state.InputProblemsReported{Source: "file/a.yaml", Problems: []state.Problem{
+						standingProblem.Problems[0], // the version kept has it still
+						{Object: "file/a.yaml", Reason: "line 14: invalid YAML: did not find expected ',' or ']'"},
+						{Object: "file/a.yaml", Reason: keepingReason}}}}},
+				{name: "no-peer-goes", polls: 6},
+				{name: "complete-again", change: writeStep(map[string]string{"a.yaml": standing}), polls: 2,
+					want: []state.Action{standingProblem}},
+			}},
 		{name: "editor-rename-over", files: map[string]string{"a.yaml": tor}, steps: []dirStep{
 			{name: "initial", polls: 1, want: initialSync(filePeer("tor", 65001))},
 			{name: "rename", change: renameStep("a.yaml", manifestPeer(v3, "tor", "65003")), polls: 2,

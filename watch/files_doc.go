@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,8 +102,11 @@ func (d *fileDecoder) object(tree any, raw []byte, pos docPos, secrets []string)
 	meta, _ := m["metadata"].(map[string]any)
 	label := manifestLabel(apiVersion, kind, meta)
 	if ns, _ := meta["namespace"].(string); mk.kind == state.KindSecret && ns != "" && ns != d.namespace {
-		d.problem(pos, pos.line, fmt.Sprintf("%s ignored: password Secrets are read from the agent's namespace %q only", label, d.namespace), secrets)
+		d.problem(pos, pos.line, fmt.Sprintf("%s ignored: Secrets are read from the agent's namespace %q only", label, d.namespace), secrets)
 		return
+	}
+	if mk.kind == state.KindSecret {
+		d.unknownSecretFields(m, pos, label, secrets)
 	}
 	value, name, err := mk.decode(raw)
 	if err != nil {
@@ -121,6 +126,23 @@ func (d *fileDecoder) object(tree any, raw []byte, pos docPos, secrets []string)
 	}
 	d.objects = append(d.objects, manifestObject{kind: mk.kind, name: name, label: label,
 		line: pos.line, value: value, secrets: secrets})
+}
+
+// secretFields are the fields of a v1 Secret. A Secret is decoded
+// leniently (its data is all that is read), but a misspelt field
+// (`stringDta`) would leave it without the data meant for it and the
+// neighbor only "waiting for secret": each other field is a problem naming
+// it (docs/semantics.md §7: nothing is silently ignored); the rest of the
+// Secret is still read.
+var secretFields = []string{"apiVersion", "kind", "metadata", "data", "stringData", "type", "immutable"}
+
+func (d *fileDecoder) unknownSecretFields(m map[string]any, pos docPos, label string, secrets []string) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.ContainsFunc(secretFields, func(f string) bool { return strings.EqualFold(f, k) }) {
+			d.problem(pos, pos.line, fmt.Sprintf("%s: unknown field %q (a Secret has %s); its data is not read",
+				label, k, strings.Join(secretFields, ", ")), secrets)
+		}
+	}
 }
 
 // list decodes the items of a v1 List (as `kubectl get -o yaml` writes).

@@ -75,7 +75,8 @@ var yamlParserProblems = map[string]bool{
 }
 
 // manifestSecretValues returns every value under a data or stringData key
-// anywhere in tree, and the base64 decoding of data's values, as text. It
+// anywhere in tree, the keys of those maps, and the base64 decoding of
+// data's values, as text. It
 // looks at every such key whatever the kind and the key's case: the typed
 // decode matches field names case-insensitively, and a value kept out of a
 // problem that was not secret costs only detail.
@@ -88,9 +89,9 @@ func manifestSecretValues(tree any) []string {
 			for k, c := range v {
 				switch {
 				case strings.EqualFold(k, "stringData"):
-					out = appendSecretLeaves(out, c, false)
+					out = appendSecretLeaves(appendDataKeys(out, c), c, false)
 				case strings.EqualFold(k, "data"):
-					out = appendSecretLeaves(out, c, true)
+					out = appendSecretLeaves(appendDataKeys(out, c), c, true)
 				default:
 					walk(c)
 				}
@@ -104,6 +105,17 @@ func manifestSecretValues(tree any) []string {
 	walk(tree)
 	slices.Sort(out) // aliases repeat values
 	return slices.Compact(out)
+}
+
+// appendDataKeys appends the keys of a data or stringData map: a key is as
+// secret as a value (a password may be typed as a key, `{"k PW": ""}`).
+func appendDataKeys(out []string, v any) []string {
+	if m, ok := v.(map[string]any); ok {
+		for k := range m {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // appendSecretLeaves appends the text of every scalar in v, and, when decode is

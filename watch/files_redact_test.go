@@ -81,12 +81,39 @@ func TestLoadSecretValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := manifestSecretValues(tree)
-	for _, want := range []string{"aHVudGVyMg==", "hunter2", "x", "12", "true", "z", "upper-case-key"} {
+	for _, want := range []string{"aHVudGVyMg==", "hunter2", "x", "12", "true", "z", "upper-case-key",
+		"a", "b", "c", "d", "e", "f"} { // data keys too: a password may be typed as a key
 		if !slices.Contains(got, want) {
 			t.Errorf("secret values %q lack %q", got, want)
 		}
 	}
 	if slices.Contains(got, "not-a-secret") {
 		t.Errorf("secret values %q hold a name", got)
+	}
+}
+
+// TestSecretUnknownField attacks the directory source as a measured attack
+// did: a BGPPeer's password Secret with a misspelt field (stringDta) gave
+// only "waiting for secret". The misspelt field is now a problem naming
+// it (never its value), and the rest of the Secret is still read.
+func TestSecretUnknownField(t *testing.T) {
+	dir := t.TempDir()
+	writeManifests(t, dir, map[string]string{"s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n" +
+		"stringDta: {pw: " + manifestPassword + "}\ndata: {other: aHVudGVyMg==}\n"})
+	objs, probs := LoadDir(dir)
+	want := []string{`line 1: Secret "s": unknown field "stringDta" (a Secret has apiVersion, kind, metadata, data, ` +
+		`stringData, type, immutable); its data is not read`}
+	var got []string
+	for _, p := range probs {
+		got = append(got, p.Reason)
+		if strings.Contains(p.Reason, manifestPassword) {
+			t.Errorf("problem %q quotes the secret", p.Reason)
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+	if len(objs.Secrets) != 1 || len(objs.Secrets[0].Data) != 1 || objs.Secrets[0].Data["other"].Reveal() != "hunter2" {
+		t.Errorf("secrets %v: want s with its data key other", objs.Secrets)
 	}
 }

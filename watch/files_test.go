@@ -337,7 +337,7 @@ func TestLoadObjectsActions(t *testing.T) {
 func TestManifestSecretOtherNamespace(t *testing.T) {
 	dir := t.TempDir()
 	writeManifests(t, dir, map[string]string{
-		"0-evil.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: evil-ns}\nstringData: {k: attacker}\n",
+		"0-evil.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: evil-ns}\nstringData: {password: attacker}\n",
 		"1-own.yaml":  "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: calico-vpp-dataplane}\nstringData: {k: own}\n",
 	})
 	objs, probs := LoadDir(dir)
@@ -346,7 +346,7 @@ func TestManifestSecretOtherNamespace(t *testing.T) {
 		t.Errorf("secrets (-want +got):\n%s", d)
 	}
 	wantProbs := []state.Problem{{Object: "file/0-evil.yaml", Reason: `line 1: Secret "s" (namespace "evil-ns") ignored: ` +
-		`password Secrets are read from the agent's namespace "calico-vpp-dataplane" only`}}
+		`Secrets are read from the agent's namespace "calico-vpp-dataplane" only`}}
 	if d := cmp.Diff(wantProbs, probs); d != "" {
 		t.Errorf("problems (-want +got):\n%s", d)
 	}

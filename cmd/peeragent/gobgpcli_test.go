@@ -118,11 +118,15 @@ func TestGoBGPCLIAgainstAgent(t *testing.T) {
 	}
 	t.Logf("peeragent status 127.0.0.2 (node-a):\n%s", out.String())
 
+	learned := `peeragent_neighbor_learned_routes{neighbor="127.0.0.2",origin="bgppeer/tor"} 1`
 	scrape := metricsText(t, metricsA)
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(scrape, learned) && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond) // the best path reaches the agent's State just after the speaker's RIB
+		scrape = metricsText(t, metricsA)
+	}
 	for _, want := range []string{
 		`peeragent_neighbor_session_state{neighbor="127.0.0.2",origin="bgppeer/tor",state="established"} 1`,
-		`peeragent_neighbor_routes{direction="received",neighbor="127.0.0.2",origin="bgppeer/tor"} 1`,
-		`peeragent_neighbor_routes{direction="advertised",neighbor="127.0.0.2",origin="bgppeer/tor"} 0`,
+		learned, `peeragent_learned_routes{group="peer"} 1`,
 		`peeragent_sessions{group="peer",state="established"} 1`,
 		`peeragent_build_info{goversion="`, "go_goroutines ", "process_resident_memory_bytes ",
 		`peeragent_effects_total{kind="add-peer",result="applied"} 1`, "peeragent_session_flaps_total 0",

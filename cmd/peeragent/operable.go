@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"time"
 
 	"github.com/peeragent/peeragent/agent"
 )
@@ -17,6 +15,9 @@ import (
 // API.
 type operFlags struct {
 	metricsAddr, logFormat, kubeContext, gobgpAPI string
+	// httpMaxConns and metricsMaxConns cap the connections each HTTP
+	// listener holds at a time (agent.Serve).
+	httpMaxConns, metricsMaxConns int
 	// reportStatus: in cluster mode, fill this node's CalicoNodeStatus and
 	// emit Events on the objects problems name (watch/status).
 	reportStatus bool
@@ -31,12 +32,31 @@ func registerOperFlags(fs *flag.FlagSet, o *operFlags) {
 	fs.StringVar(&o.gobgpAPI, "gobgp-api", "", "serve the embedded GoBGP's gRPC API on this loopback HOST:PORT, for the gobgp CLI of the same release (gobgp -p PORT neighbor); empty: off")
 	fs.BoolVar(&o.reportStatus, "report-status", true, "in cluster mode: fill this node's CalicoNodeStatus objects and emit Events on the BGPPeer, BGPFilter or Secret a problem names; ignored with --from")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9189", "address of the Prometheus /metrics listener, apart from --http-addr so that an in-cluster Prometheus can scrape it (only /metrics); empty: none")
+	fs.IntVar(&o.httpMaxConns, "http-max-conns", agent.DefaultMaxConns, "most connections --http-addr holds at a time; when full, the longest-idle one is closed for a new one (cut to leave 512 descriptors to BGP under a low open-files limit)")
+	fs.IntVar(&o.metricsMaxConns, "metrics-max-conns", agent.DefaultMaxConns, "most connections --metrics-addr holds at a time, as --http-max-conns")
 }
 
-// serveMetrics serves agent.MetricsHandler on addr until ctx ends; an
-// empty addr serves nothing. The listener is opened before it returns, so
-// a taken port is an error at start, not a log line.
-func serveMetrics(ctx context.Context, addr string, loop *agent.Loop, log *slog.Logger) (net.Addr, error) {
+// maxListenerConns bounds --http-max-conns and --metrics-max-conns.
+const maxListenerConns = 10_000
+
+func checkMaxConns(o *operFlags) error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"--http-max-conns", o.httpMaxConns}, {"--metrics-max-conns", o.metricsMaxConns}} {
+		if f.v < agent.MinMaxConns || f.v > maxListenerConns {
+			return fmt.Errorf("%s %d: want %d to %d", f.name, f.v, agent.MinMaxConns, maxListenerConns)
+		}
+	}
+	return nil
+}
+
+// serveMetrics serves agent.MetricsHandler on addr until ctx ends, with
+// at most maxConns connections (agent.Serve: the same bounds as the
+// loopback listener); an empty addr serves nothing. The listener is
+// opened before it returns, so a taken port is an error at start, not a
+// log line.
+func serveMetrics(ctx context.Context, addr string, maxConns int, loop *agent.Loop) (net.Addr, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -44,13 +64,7 @@ func serveMetrics(ctx context.Context, addr string, loop *agent.Loop, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
-	srv := &http.Server{Handler: agent.MetricsHandler(loop), ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
-	go func() {
-		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-			log.Error("metrics listener ended", "error", err)
-		}
-	}()
+	srv := agent.Serve(ln, agent.MetricsHandler(loop), maxConns)
 	context.AfterFunc(ctx, func() { srv.Close() })
 	return ln.Addr(), nil
 }

@@ -27,7 +27,7 @@ func TestServeMetricsServesOnlyMetrics(t *testing.T) {
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, err := serveMetrics(ctx, "127.0.0.1:0", loop, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	addr, err := serveMetrics(ctx, "127.0.0.1:0", agent.DefaultMaxConns, loop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestServeMetricsServesOnlyMetrics(t *testing.T) {
 	if code, _ := httpGet(t, "http://"+addr.String()+"/state"); code != http.StatusNotFound {
 		t.Errorf("/state on the metrics address: %d, want 404", code)
 	}
-	if a, err := serveMetrics(ctx, "", loop, nil); a != nil || err != nil {
+	if a, err := serveMetrics(ctx, "", agent.DefaultMaxConns, loop); a != nil || err != nil {
 		t.Errorf("empty address: %v, %v", a, err)
 	}
 }

@@ -36,7 +36,7 @@ metadata:
 		t.Fatal(err)
 	}
 	p := MakePlan(dir, "node-a", state.Options{Namespace: "other-ns"})
-	if len(p.Neighbors) != 1 || !strings.HasPrefix(p.Neighbors[0].Password, "sha256:") {
+	if len(p.Neighbors) != 1 || !strings.HasPrefix(p.Neighbors[0].Password, "hmac:") {
 		t.Errorf("in other-ns: neighbors %+v, problems %v", p.Neighbors, p.Problems)
 	}
 	p = MakePlan(dir, "node-a", state.Options{})

@@ -75,7 +75,7 @@ func TestPlanFromCluster(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Neighbors) != 1 || p.Neighbors[0].Address != "127.0.0.10" || !strings.HasPrefix(p.Neighbors[0].Password, "sha256:") {
+	if len(p.Neighbors) != 1 || p.Neighbors[0].Address != "127.0.0.10" || !strings.HasPrefix(p.Neighbors[0].Password, "hmac:") {
 		t.Errorf("neighbors %+v", p.Neighbors)
 	}
 	if strings.Contains(out.String()+errb.String(), pw) {

@@ -103,6 +103,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if err := checkGoBGPAPI(f.gobgpAPI); err != nil {
 		return nil, err
 	}
+	if err := checkMaxConns(&f.operFlags); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -120,7 +123,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
-	raiseOpenFiles(log)
+	fdLimit := raiseOpenFiles(log)
 	defer ignoreHangup(log)()
 	src, err := newSource(f, log)
 	if err != nil {
@@ -153,9 +156,10 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv := agent.Serve(ln, agent.Handler(loop)) // timeouts and a connection cap
+	httpMax, metricsMax := f.listenerCaps(fdLimit, log)
+	srv := agent.Serve(ln, agent.Handler(loop), httpMax) // timeouts and a connection cap
 	defer srv.Close()
-	metricsAddr, err := serveMetrics(ctx, f.metricsAddr, loop, log)
+	metricsAddr, err := serveMetrics(ctx, f.metricsAddr, metricsMax, loop)
 	if err != nil {
 		return err
 	}
@@ -191,6 +195,21 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	loop.Run(ctx)
 	log.Info("peeragent stopping")
 	return nil
+}
+
+// listenerCaps are the caps of the HTTP listeners, cut under a low
+// open-files limit so that fdReserve descriptors stay for BGP.
+func (f *runFlags) listenerCaps(fdLimit uint64, log *slog.Logger) (httpMax, metricsMax int) {
+	metrics := f.metricsMaxConns
+	if f.metricsAddr == "" {
+		metrics = 0
+	}
+	httpMax, metricsMax, shrunk := listenerCaps(fdLimit, f.httpMaxConns, metrics)
+	if shrunk {
+		log.Warn("HTTP connection caps cut to leave descriptors for BGP under the open-files limit",
+			"limit", fdLimit, "reserve", fdReserve, "httpMaxConns", httpMax, "metricsMaxConns", metricsMax)
+	}
+	return httpMax, metricsMax
 }
 
 func sourceName(f *runFlags) string {

@@ -20,7 +20,7 @@ type Neighbor struct {
 	LocalASN uint32
 	Port     uint16
 	Passive  bool
-	Password string // fingerprint ("sha256:..."), "" without one
+	Password string // fingerprint ("hmac:..."), "" without one
 	Session  string // idle, connect, active, opensent, openconfirm, established
 }
 

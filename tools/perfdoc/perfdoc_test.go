@@ -73,3 +73,15 @@ func TestLearnedRoutes(t *testing.T) {
 		t.Errorf("a size that did not run has a row:\n%s", text)
 	}
 }
+
+func TestScrapeTarget(t *testing.T) {
+	r, _ := parseBench(strings.NewReader("BenchmarkScrape/routes=100000-2  20  2789132 ns/op  1.009 cpu-ms/scrape\n"))
+	card, met, total := scorecard(r)
+	if met != 1 || total != 1 || !strings.Contains(card, "| a /metrics scrape at 100,000 learned routes within 10 ms | 2.8 ms | yes |") {
+		t.Errorf("met %d of %d, want the scrape target met at 2.8 ms:\n%s", met, total, card)
+	}
+	r, _ = parseBench(strings.NewReader("BenchmarkScrape/routes=100000-2  10  3592503160 ns/op  698.3 cpu-ms/scrape\n"))
+	if card, met, _ := scorecard(r); met != 0 {
+		t.Errorf("a 3.6 s scrape counts as met:\n%s", card)
+	}
+}

@@ -73,6 +73,12 @@ the event and its results, per route: the State and the executor's record of the
 *BenchmarkBestPathChange* (reducer) moves one prefix's best path with 10,000 learned prefixes
 installed: Reduce, Diff and the call on an instant dataplane, per change.
 
+**Scrapes** (cmd/peeragent BenchmarkScrape; docs/semantics.md §7): the loop over the GoBGP
+executor (--dataplane none) peers with a second GoBGP on 127.0.0.2 that originates 100,000 /32s;
+once the State has them all, GET /metrics through the metrics handler, 20 times. ns/op is the
+wall time of one; *cpu-ms/scrape* the process's CPU time over them, per scrape (the speaker's
+goroutines included).
+
 **Reducer** benchmarks are the core's own (Reduce and Diff of one change, and from scratch), up
 to 10,000 peers; the 100,000-peer size takes minutes and is left to a manual run.
 `
