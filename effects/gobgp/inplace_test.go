@@ -33,9 +33,9 @@ var (
 // rules as BGPFilter rules (for the agent) and the routes the peer gets
 // and we keep.
 type inPlaceStep struct {
-	name           string
+	name            string
 	export, imports []state.FilterRule // nil, nil: no filter
-	sent, kept     []string
+	sent, kept      []string
 }
 
 func reject(op, cidr string) state.FilterRule {
