@@ -100,6 +100,15 @@ func TestPairPolicyInPlace(t *testing.T) {
 		mustApply(t, p.a.Executor, effects.SetPolicy{Addr: p.na.Address, Policy: s.policy(t), Gen: uint64(2 + i)})
 		waitRoutes(t, s.name, "what b receives", func() []string { return without(rib(t, p.b), inPlaceTheirs) }, s.sent)
 		waitRoutes(t, s.name, "what a keeps of b's", func() []string { return without(rib(t, p.a), inPlaceOurs) }, s.kept)
+		// In place: once made, b's objects stay; the filter set says
+		// whether the filter is attached.
+		want := []string{"127.0.0.2/32"}
+		if s.export == nil && s.imports == nil {
+			want = []string{"0.0.0.0/32"}
+		}
+		if i > 0 && !slices.Equal(filterSet(t, p.a, p.na.Address), want) {
+			t.Errorf("step %s: b's filter set %v, want %v", s.name, filterSet(t, p.a, p.na.Address), want)
+		}
 	}
 	mustApply(t, p.a.Executor, effects.DeletePolicy{Addr: p.na.Address, Gen: 20})
 	waitRoutes(t, "delete-policy", "what b receives", func() []string { return without(rib(t, p.b), inPlaceTheirs) }, inPlaceOurs)

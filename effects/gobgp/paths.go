@@ -207,7 +207,7 @@ func communities(vals []string) (std []uint32, large []*bgp.LargeCommunity, err 
 // service rules (7-8) and the communities for re-exported routes (3) come
 // with service advertisement.
 func (b *policyBuilder) calicoExport(name string) []*api.Statement {
-	return calicoStatements(name, b.family, b.conditions)
+	return calicoStatements(name, b.family, b.calicoConditions)
 }
 
 // calicoStatements are Calico's export statements for family, each with

@@ -42,9 +42,13 @@ rightly coalesce them, leaving nothing to time). *flood*: changes as fast as the
 them, at most 250 awaiting their call. *reset*: then 1,000 resetting changes flooded the same
 way, at their own rate: a peer's password Secret rotated (a session-resetting UpdatePeer) and
 a remote node's label flipped (moving it between the mesh and the route-reflector BGPPeer: a
-DeletePeer and an AddPeer). *floor*: the same in-place changes' GoBGP requests (derived ahead by the pure core: defined
-sets, policies, assignments or their removal, then a soft reset) by a plain loop on
-the floor server, holding the same 10,099 neighbors. *old way*: per change, the object lists
+DeletePeer and an AddPeer). *floor*: the same in-place changes' GoBGP requests (derived ahead by the pure core and the
+executor's own planner, gobgp.PolicyBook: a filter attached or detached is a switch of the
+neighbor's filter set, its prefix sets rewritten in place, then a soft reset; a neighbor's first
+filter makes its objects) by a plain loop on the floor server, holding the same 10,099
+neighbors: it replays the agent's events in order, light, steady and flood, from the state the
+agent started from, and its figures are those of the flood's events (the same indices, the same
+state as the agent's flood). *old way*: per change, the object lists
 with the change → reducer.FromScratch → effects.Diff against the previous State in full → the
 effects that change something executed (no sleep, unlike the design it replaces; two States
 derived from scratch number their generations afresh, and the UpdatePeers of no change that
