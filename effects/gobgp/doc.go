@@ -27,9 +27,11 @@
 //     GoBGP log line is scrubbed of the passwords in use.
 //   - The executor is the embedded speaker's only writer, so it keeps
 //     records instead of asking GoBGP: the peers it configured (with their
-//     route-reflector settings) and the policies it installed, both cleared
+//     route-reflector settings, AS and whether they have a password) and
+//     the policies it installed, both cleared
 //     whenever the speaker starts or stops, so the calls a neighbor costs
-//     are those a plain loop would make (no ListPeer before an update).
+//     are those a plain loop would make (no ListPeer before an update or a
+//     delete).
 //   - A GoBGP v4 BgpServer serves once, so each start makes a new one; a
 //     stop can be graceful (Options.GracefulShutdown, for Close): no
 //     NOTIFICATION to graceful-restart peers, which keep our routes.
