@@ -167,7 +167,7 @@ func learnedText(g getter) string {
 // limitsText names what bounds each unmet target, from the figures.
 func limitsText(g getter) string {
 	var out []string
-	for _, c := range []string{convMesh, convPeers, learnedMax} {
+	for _, c := range []string{convMesh, convPeers, learnedMax, ownPaths} {
 		wall, cpu := g(c, "agent/floor"), g(c, "cpu-agent/floor")
 		if c == learnedMax {
 			wall, cpu = g(c, "ratio"), g(c, "cpu-ratio")
