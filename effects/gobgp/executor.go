@@ -129,7 +129,7 @@ func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.A
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make([]state.Action, 0, len(effs)) // at most one result per effect
-	var attrs attrCache // made at the first path: one Execute's own paths share attributes
+	var attrs attrCache                       // made at the first path: one Execute's own paths share attributes
 	for _, b := range batches(effs) {
 		switch {
 		case b.path != nil:
