@@ -128,8 +128,10 @@ func (e *Executor) Close() error {
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]state.Action, 0, len(effs)) // at most one result per effect
-	var attrs attrCache                       // made at the first path: one Execute's own paths share attributes
+	// At most one result per effect; one Execute's own paths share their
+	// attributes (the cache is made at the first path).
+	out := make([]state.Action, 0, len(effs))
+	var attrs attrCache
 	for _, b := range batches(effs) {
 		switch {
 		case b.path != nil:
