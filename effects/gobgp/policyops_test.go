@@ -89,3 +89,34 @@ func opLine(o policyOp) string {
 	}
 	return name
 }
+
+// TestCallsForIsTheFirstSetPolicy: the requests the benchmarks' floor
+// configures a neighbor with are the executor's for a new neighbor: none
+// of its own for a standard policy, its objects and membership for one
+// with rules; never a request without its set.
+func TestCallsForIsTheFirstSetPolicy(t *testing.T) {
+	a := netip.MustParseAddr("10.0.0.2")
+	n := &state.Neighbor{Address: a, PeerASN: 64513, Families: []string{"ipv4-unicast"}, Policy: state.Policy{CalicoExport: true}}
+	c, err := CallsFor(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Sets)+len(c.Policies)+len(c.Assignments) != 0 || c.Member != nil || c.Peer == nil {
+		t.Fatalf("standard policy: %+v, want the peer alone", c)
+	}
+	n.Policy.Export = []state.Rule{{Filter: "f", Action: "reject", Operator: "In", Prefix: netip.MustParsePrefix("10.1.0.0/16")}}
+	if c, err = CallsFor(n); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range c.Sets {
+		if s.DefinedSet == nil || s.Replace {
+			t.Fatalf("set request %v", s)
+		}
+		got = append(got, s.DefinedSet.Name)
+	}
+	want := []string{"peeragent-10.0.0.2-neighbor", "peeragent-10.0.0.2-filter", "peeragent-10.0.0.2-export-1-prefix"}
+	if d := cmp.Diff(want, got); d != "" || len(c.Policies) != 1 || len(c.Assignments) != 1 || c.Member == nil {
+		t.Fatalf("filtered: sets (-want +got):\n%s\npolicies %d, assignments %d, member %v", d, len(c.Policies), len(c.Assignments), c.Member)
+	}
+}

@@ -97,7 +97,9 @@ func rewriteOps(from, to policyObjects) []policyOp {
 func creationOps(o policyObjects) []policyOp {
 	var out []policyOp
 	for _, s := range append([]*api.DefinedSet{o.neighbor, o.filter}, o.prefixes...) {
-		out = append(out, policyOp{kind: opAddSet, set: s})
+		if s != nil { // none for a policy without objects of its own
+			out = append(out, policyOp{kind: opAddSet, set: s})
+		}
 	}
 	for _, d := range o.assigned {
 		out = append(out, policyOp{kind: opAddPolicy, policy: d.policy})

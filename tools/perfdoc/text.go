@@ -79,6 +79,22 @@ installed: Reduce, Diff and the call on an instant dataplane, per change.
 
 **Reducer** benchmarks are the core's own (Reduce and Diff of one change, and from scratch), up
 to 10,000 peers; the 100,000-peer size takes minutes and is left to a manual run.
+
+**Hot paths without O(neighbors) calls.** A neighbor deleted or updated, a BGPFilter attached
+or detached, an own path added or deleted: the executor makes no GoBGP call whose cost grows
+with the number of neighbors where v4.8.0 offers one that does not. What each replaced:
+
+| hot path | call that was O(neighbors) | replaced by |
+|---|---|---|
+| DeletePeer | ` + "`" + `ListPeer` + "`" + ` by address (currentPeer), for the peer's AS and password: GoBGP compares every neighbor's address (2.3 ms at 10,000) | the executor's record of the peers it configured keeps their AS and whether they have a password (effects/gobgp/peerops.go) |
+| UpdatePeer | the same ` + "`" + `ListPeer` + "`" + ` when the record lacked the peer or had other route-reflector settings | the record alone (it is exact: the executor is the speaker's only writer); a peer not in it is added |
+| SetPolicy (a BGPFilter attached, detached, re-attached with other CIDRs) | ` + "`" + `DeletePolicy` + "`" + ` (builds every neighbor's ID, G ` + "`" + `pkg/server/server.go` + "`" + ` L4318, then scans every statement), ` + "`" + `DeleteDefinedSet` + "`" + ` whole (scans every policy's statements), ` + "`" + `Add` + "`" + `/` + "`" + `DeletePolicyAssignment` + "`" + ` (O(assigned policies)), leaving the custom neighbor set (` + "`" + `NeighborSet.Remove` + "`" + `, O(members), G ` + "`" + `internal/pkg/table/policy.go` + "`" + ` L647) | in place: the neighbor's objects are made once and kept, its filter set switched between its address and the unspecified one (two edits of a one-entry set), its prefix sets rewritten in place, then the soft reset (docs/routes.md §8.3 rule 12) |
+| AddPath, DeletePath | none of the executor's (the record of configured peers answers ResetOut) | one Execute's own IPv4 paths share their attribute list |
+
+What stays O(neighbors) is GoBGP's own, only where v4.8.0 has no other call: a neighbor's first
+BGPFilter (` + "`" + `AddPolicyAssignment` + "`" + `, O(assigned policies)), a BGPFilter of another shape, and the
+removal of a neighbor that has policy objects of its own (` + "`" + `DeletePolicy` + "`" + `, whole-set
+` + "`" + `DeleteDefinedSet` + "`" + `, leaving the custom set); every call also waits its turn on GoBGP's event loop.
 `
 
 // profileIntro explains the profile table.
