@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/netip"
 	"runtime"
 	"slices"
 	"testing"
@@ -72,132 +71,62 @@ func floorStop(b *testing.B, bgp *server.BgpServer) {
 	must(b, bgp.StopBgp(context.Background(), &api.StopBgpRequest{}))
 }
 
-// floorCall is one GoBGP request of the floor, issued as is.
-type floorCall func(context.Context, *server.BgpServer) error
-
 // churnRequests are the GoBGP requests the first n churn events of c
 // amount to, derived by the pure core ahead of time: per event, the calls
-// the executor makes for its one speaker effect. c churns policies only
-// (in place): a SetPolicy is the neighbor leaving the custom neighbor set
-// if it was a member, the removal of its installed objects, its new
-// defined sets, policies and assignments, joining the set again if its new
-// policy is excluded from the shared export policy, then a soft reset; a
-// DeletePolicy (of a configured neighbor) is joining the set if it was
-// not a member, the removal of its objects, then a soft reset.
-func churnRequests(b *testing.B, c *clustergen.Cluster, n int) [][]floorCall {
+// the executor makes for its one speaker effect, in the state the earlier
+// events left (gobgp.PolicyBook, the executor's own record and planner:
+// the neighbors' own policy objects made once, filters attached and
+// detached in place). c churns policies only (in place): every event is a
+// SetPolicy. The book starts as floorConverge leaves the speaker: every
+// neighbor's policy installed before its peer was added.
+func churnRequests(b *testing.B, c *clustergen.Cluster, n int) [][]gobgp.Request {
 	s := reducer.FromScratch(c.Local, state.Options{}, c.Objects())
-	out := make([][]floorCall, 0, n)
+	book := gobgp.NewPolicyBook()
+	s.Out.Neighbors.Range(func(_ string, nb *state.Neighbor) bool {
+		_, err := book.SetPolicy(nb.Address, nb.Policy, false)
+		must(b, err)
+		return true
+	})
+	out := make([][]gobgp.Request, 0, n)
 	for i := 0; i < n; i++ {
 		next := reducer.Reduce(s, c.Churn(i).Action)
 		speaker, _, _ := effects.Group(effects.Diff(s, next))
 		if len(speaker) != 1 {
 			b.Fatalf("churn event %d: %d speaker effects, want 1", i, len(speaker))
 		}
-		switch e := speaker[0].(type) {
-		case effects.SetPolicy:
-			// Every neighbor has a policy (Calico's export rules): the
-			// executor removes the installed one before adding the new.
-			var calls []floorCall
-			if cur, ok := s.Out.Neighbors.Get(state.AddrKey(e.Addr)); ok && !cur.Policy.IsZero() {
-				if gobgp.Excluded(cur.Policy) {
-					calls = append(calls, leaveCall(e.Addr))
-				}
-				calls = append(calls, removePolicyCalls(b, e.Addr, cur.Policy)...)
-			}
-			out = append(out, append(calls, addPolicyCalls(b, e.Addr, e.Policy)...))
-		case effects.DeletePolicy:
-			cur, _ := s.Out.Neighbors.Get(state.AddrKey(e.Addr))
-			var calls []floorCall
-			if !gobgp.Excluded(cur.Policy) {
-				calls = append(calls, joinCall(e.Addr))
-			}
-			out = append(out, append(calls, deletePolicyCalls(b, e.Addr, cur.Policy)...))
-		default:
-			b.Fatalf("churn event %d: %s, want a policy change", i, speaker[0])
+		e, ok := speaker[0].(effects.SetPolicy)
+		if !ok {
+			b.Fatalf("churn event %d: %s, want a set-policy", i, speaker[0])
 		}
+		reqs, err := book.SetPolicy(e.Addr, e.Policy, true)
+		must(b, err)
+		out = append(out, reqs)
 		s = next
 	}
 	return out
 }
 
-func policyCalls(b *testing.B, addr netip.Addr, p state.Policy) gobgp.Calls {
-	calls, err := gobgp.CallsFor(&state.Neighbor{Address: addr, Policy: p, Families: []string{"ipv4-unicast"}})
-	must(b, err)
-	return calls
-}
-
-func addPolicyCalls(b *testing.B, addr netip.Addr, p state.Policy) []floorCall {
-	c := policyCalls(b, addr, p)
-	var out []floorCall
-	for _, r := range c.Sets {
-		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.AddDefinedSet(ctx, r) })
-	}
-	for _, r := range c.Policies {
-		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.AddPolicy(ctx, r) })
-	}
-	for _, r := range c.Assignments {
-		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.AddPolicyAssignment(ctx, r) })
-	}
-	if c.Member != nil {
-		out = append(out, joinCall(addr))
-	}
-	return append(out, softReset(addr))
-}
-
-func joinCall(addr netip.Addr) floorCall {
-	req := gobgp.JoinRequest(addr)
-	return func(ctx context.Context, s *server.BgpServer) error { return s.AddDefinedSet(ctx, req) }
-}
-
-func leaveCall(addr netip.Addr) floorCall {
-	req := gobgp.LeaveRequest(addr)
-	return func(ctx context.Context, s *server.BgpServer) error { return s.DeleteDefinedSet(ctx, req) }
-}
-
-func deletePolicyCalls(b *testing.B, addr netip.Addr, p state.Policy) []floorCall {
-	return append(removePolicyCalls(b, addr, p), softReset(addr))
-}
-
-// removePolicyCalls delete a neighbor's policy objects: assignments, then
-// policies, then their sets.
-func removePolicyCalls(b *testing.B, addr netip.Addr, p state.Policy) []floorCall {
-	c := policyCalls(b, addr, p)
-	var out []floorCall
-	for _, r := range c.Assignments {
-		req := &api.DeletePolicyAssignmentRequest{Assignment: r.Assignment}
-		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.DeletePolicyAssignment(ctx, req) })
-	}
-	for _, r := range c.Policies {
-		req := &api.DeletePolicyRequest{Policy: &api.Policy{Name: r.Policy.Name}, All: true}
-		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.DeletePolicy(ctx, req) })
-	}
-	for _, r := range c.Sets {
-		req := &api.DeleteDefinedSetRequest{DefinedSet: &api.DefinedSet{DefinedType: r.DefinedSet.DefinedType, Name: r.DefinedSet.Name}, All: true}
-		out = append(out, func(ctx context.Context, s *server.BgpServer) error { return s.DeleteDefinedSet(ctx, req) })
-	}
-	return out
-}
-
-func softReset(addr netip.Addr) floorCall {
-	req := &api.ResetPeerRequest{Address: addr.String(), Soft: true, Direction: api.ResetPeerRequest_DIRECTION_BOTH}
-	return func(ctx context.Context, s *server.BgpServer) error { return s.ResetPeer(ctx, req) }
-}
-
-// floorChurn issues each event's requests one after the other and
-// measures each event.
-func floorChurn(b *testing.B, bgp *server.BgpServer, reqs [][]floorCall) churnResult {
+// floorChurn issues each event's requests one after the other, from the
+// first event on, and measures the events from index from on: the floor
+// of the agent's events with those indices, in the same state.
+func floorChurn(b *testing.B, bgp *server.BgpServer, reqs [][]gobgp.Request, from int) churnResult {
 	ctx := context.Background()
-	lat := make([]time.Duration, 0, len(reqs))
+	lat := make([]time.Duration, 0, len(reqs)-from)
 	runtime.GC()
-	t0 := time.Now()
-	for _, calls := range reqs {
+	var t0 time.Time
+	for i, calls := range reqs {
 		t := time.Now()
-		for _, call := range calls {
-			must(b, call(ctx, bgp))
+		if i == from {
+			t0 = t
 		}
-		lat = append(lat, time.Since(t))
+		for _, call := range calls {
+			must(b, call.Do(ctx, bgp))
+		}
+		if i >= from {
+			lat = append(lat, time.Since(t))
+		}
 	}
 	el := time.Since(t0)
 	slices.Sort(lat)
-	return churnResult{rate: float64(len(reqs)) / el.Seconds(), p50: percentile(lat, 0.50), p99: percentile(lat, 0.99)}
+	return churnResult{rate: float64(len(lat)) / el.Seconds(), p50: percentile(lat, 0.50), p99: percentile(lat, 0.99)}
 }

@@ -21,7 +21,8 @@ type tenK struct {
 	// heapPerNeighbor: the agent's and its speaker's live heap per
 	// configured neighbor, once converged and settled.
 	heapPerNeighbor float64
-	// floorChurn: the in-place churn's GoBGP calls, issued directly.
+	// floorChurn: the in-place churn's GoBGP calls, issued directly: the
+	// light, steady and flood phases' events in order, the flood's timed.
 	floorChurn churnResult
 }
 
@@ -56,12 +57,12 @@ func buildTenK(b *testing.B) *tenK {
 	fx.c = inPlaceCluster(fx.cfg)
 	srv, calls := desired(b, fx.c)
 	fx.want = len(calls)
-	reqs := churnRequests(b, fx.c, floorChurnEvents)
+	reqs := churnRequests(b, fx.c, gobgpLight+gobgpSteady+gobgpFlood)
 	labelled("floor", func() {
 		bgp := floorServer()
 		fx.floor, fx.floorCPU = floorConverge(b, bgp, srv, calls)
 		time.Sleep(quiet)
-		fx.floorChurn = floorChurn(b, bgp, reqs)
+		fx.floorChurn = floorChurn(b, bgp, reqs, gobgpLight+gobgpSteady)
 		floorStop(b, bgp)
 	})
 	labelled("agent", func() {

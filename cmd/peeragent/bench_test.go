@@ -40,18 +40,17 @@ func tenKCluster(port int32) clustergen.Config {
 // phase. At most floodWindow events await their call at once in a flood:
 // fewer than the 297 events after which a node's label comes round again.
 const (
-	churnRate        = 5000
-	lightRate        = 50   // well within GoBGP's capacity: latency without queueing
-	gobgpLight       = 200  // four seconds at lightRate
-	gobgpSteady      = 2500 // half a second at churnRate
-	gobgpFlood       = 2000
-	gobgpResetFlood  = 1000
-	floorChurnEvents = 1000
-	instantSteady    = 10000 // two seconds at churnRate
-	instantFlood     = 20000
-	floodWindow      = 250
-	oldEvents        = 5
-	heapChurnEvents  = 100000
+	churnRate       = 5000
+	lightRate       = 50   // well within GoBGP's capacity: latency without queueing
+	gobgpLight      = 200  // four seconds at lightRate
+	gobgpSteady     = 2500 // half a second at churnRate
+	gobgpFlood      = 2000
+	gobgpResetFlood = 1000
+	instantSteady   = 10000 // two seconds at churnRate
+	instantFlood    = 20000
+	floodWindow     = 250
+	oldEvents       = 5
+	heapChurnEvents = 100000
 )
 
 // inPlace is the churn the rates and latencies of the targets are about:

@@ -206,6 +206,13 @@ type birdRig struct {
 // speaker, then feeds node-a's agent its first lists.
 func newBirdRig(t *testing.T, birdAddr, password string, birdPassive bool) *birdRig {
 	t.Helper()
+	return newBirdRigConfig(t, birdAddr, password, birdPassive, func(*birdtest.Config) {})
+}
+
+// newBirdRigConfig is newBirdRig with BIRD's configuration adjusted by
+// more (e.g. routes it announces) before it starts.
+func newBirdRigConfig(t *testing.T, birdAddr, password string, birdPassive bool, more func(*birdtest.Config)) *birdRig {
+	t.Helper()
 	birdtest.Require(t)
 	requireLoopback(t, birdAddr)
 	addr := netip.MustParseAddr(birdAddr)
@@ -215,6 +222,7 @@ func newBirdRig(t *testing.T, birdAddr, password string, birdPassive bool) *bird
 		Name: birdProto, Address: netip.MustParseAddr(ourAddr), Port: int(r.sp.port), AS: ourAS, Password: password,
 		Passive: birdPassive,
 	}}}
+	more(&r.cfg)
 	r.bird = birdtest.Start(t, r.cfg)
 	r.ag = newBirdAgent(t, r.sp)
 	if password != "" {

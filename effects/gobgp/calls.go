@@ -1,8 +1,6 @@
 package gobgp
 
 import (
-	"net/netip"
-
 	api "github.com/osrg/gobgp/v4/api"
 
 	"github.com/peeragent/peeragent/state"
@@ -24,20 +22,6 @@ type Calls struct {
 	Peer        *api.AddPeerRequest
 }
 
-// LeaveRequest takes the neighbor at a out of the custom neighbor set, as
-// the executor does before it replaces a member's policy objects.
-func LeaveRequest(a netip.Addr) *api.DeleteDefinedSetRequest {
-	return &api.DeleteDefinedSetRequest{DefinedSet: memberOf(a), All: false}
-}
-
-// JoinRequest puts the neighbor at a in the custom neighbor set.
-func JoinRequest(a netip.Addr) *api.AddDefinedSetRequest { return joinRequest(a) }
-
-// Excluded says whether a neighbor with policy p is a member of the custom
-// neighbor set once its policy is installed (left out of the shared
-// export policy).
-func Excluded(p state.Policy) bool { return excluded(p) }
-
 // CallsFor maps a neighbor as the executor does. The request carries the
 // neighbor's password in clear: keep it away from logs.
 func CallsFor(n *state.Neighbor) (Calls, error) {
@@ -49,22 +33,19 @@ func CallsFor(n *state.Neighbor) (Calls, error) {
 	if excluded(n.Policy) {
 		c.Member = joinRequest(n.Address)
 	}
-	if n.Policy.IsZero() {
-		return c, nil
-	}
 	objs, err := objectsFor(n.Address, n.Policy)
 	if err != nil {
 		return Calls{}, err
 	}
-	for _, s := range append([]*api.DefinedSet{objs.neighbor}, objs.prefixes...) {
-		if s == nil {
-			continue
+	for _, o := range creationOps(objs) {
+		switch o.kind {
+		case opAddSet:
+			c.Sets = append(c.Sets, &api.AddDefinedSetRequest{DefinedSet: o.set})
+		case opAddPolicy:
+			c.Policies = append(c.Policies, &api.AddPolicyRequest{Policy: o.policy})
+		case opAssign:
+			c.Assignments = append(c.Assignments, &api.AddPolicyAssignmentRequest{Assignment: o.assign})
 		}
-		c.Sets = append(c.Sets, &api.AddDefinedSetRequest{DefinedSet: s, Replace: true})
-	}
-	for _, d := range objs.assigned {
-		c.Policies = append(c.Policies, &api.AddPolicyRequest{Policy: d.policy})
-		c.Assignments = append(c.Assignments, &api.AddPolicyAssignmentRequest{Assignment: assignment(d)})
 	}
 	return c, nil
 }

@@ -27,9 +27,11 @@
 //     GoBGP log line is scrubbed of the passwords in use.
 //   - The executor is the embedded speaker's only writer, so it keeps
 //     records instead of asking GoBGP: the peers it configured (with their
-//     route-reflector settings) and the policies it installed, both cleared
+//     route-reflector settings, AS and whether they have a password) and
+//     the policies it installed, both cleared
 //     whenever the speaker starts or stops, so the calls a neighbor costs
-//     are those a plain loop would make (no ListPeer before an update).
+//     are those a plain loop would make (no ListPeer before an update or a
+//     delete).
 //   - A GoBGP v4 BgpServer serves once, so each start makes a new one; a
 //     stop can be graceful (Options.GracefulShutdown, for Close): no
 //     NOTIFICATION to graceful-restart peers, which keep our routes.
@@ -38,16 +40,22 @@
 //     they reference the shared per-family prefix sets (paths.go). All of
 //     these are created at every start (the sets empty), changed in place,
 //     never deleted while the speaker runs (docs/routes.md §8.3 rule 12).
-//     A neighbor whose policy wants more on export (export rules, a
-//     next-hop mode) or no Calico export (a zero policy) is a member of
-//     that set, with its own objects: a neighbor set, prefix sets and
-//     import/export policies named after its address, created before the
-//     peer and removed after it, Calico's statements at the end of its
-//     export policy. A neighbor with import rules has its own import policy
-//     either way; one with Calico's export alone has nothing of its own.
-//     The executor records the set's members too, and orders a policy
-//     change so that no configured neighbor is ever without Calico's
-//     statements (policyops.go). See policy.go for the mapping of Calico's
+//     A neighbor whose policy has rules of its own (a BGPFilter's import or
+//     export rules, a next-hop mode) gets its own objects the first time:
+//     two neighbor sets, prefix sets and import/export policies named after
+//     its address, Calico's statements at the end of its export policy; it
+//     is a member of that set while they exist. They are kept until its
+//     policy is deleted: a filter is attached and detached by switching
+//     the set that guards the rules' statements between the neighbor's
+//     address and one no neighbor has, and one of the same shape replaces
+//     another by rewriting the prefix sets in place (never Replace=true on
+//     a set in use); only a change of shape rebuilds them. A neighbor with
+//     no Calico export (a zero policy) is a member with nothing of its own.
+//     The executor records the objects, the filter's state and the set's
+//     members too (policyops.go: planPolicy decides the calls, and
+//     PolicyBook hands the same calls to the benchmarks' floor), and orders
+//     a rebuild so that no configured neighbor is ever without Calico's
+//     statements. See policy.go for the mapping of Calico's
 //     operators and why the policies are assigned to GoBGP's global table.
 //   - WatchSessions turns GoBGP's peer events into state.SessionStateChanged
 //     with the lower-case state name, the down reason (the executor's own

@@ -128,11 +128,17 @@ func (e *Executor) Close() error {
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []state.Action
+	// At most one result per effect; one Execute's own paths share their
+	// attributes (the cache is made at the first path).
+	out := make([]state.Action, 0, len(effs))
+	var attrs attrCache
 	for _, b := range batches(effs) {
 		switch {
 		case b.path != nil:
-			if a := e.runPath(ctx, b.path); a != nil {
+			if attrs == nil {
+				attrs = attrCache{}
+			}
+			if a := e.runPath(ctx, b.path, attrs); a != nil {
 				out = append(out, a)
 			}
 		case b.server != nil:
@@ -160,30 +166,35 @@ type batchKey struct {
 }
 
 // batches groups the neighbor effects by address and generation, in the
-// order each group first appears (Diff already emits them together).
-func batches(effs []effects.Effect) []*batch {
-	var out []*batch
-	index := map[batchKey]*batch{}
+// order each group first appears (Diff already emits them together). The
+// batches are values in one slice, so that a run of 10,000 path effects
+// is one allocation, not 10,000.
+func batches(effs []effects.Effect) []batch {
+	out := make([]batch, 0, len(effs))
+	var index map[batchKey]int
 	for _, eff := range effs {
 		switch eff.(type) {
 		case effects.StartServer, effects.RestartServer, effects.StopServer:
-			out = append(out, &batch{server: eff})
+			out = append(out, batch{server: eff})
 			continue
 		case effects.AddPath, effects.DeletePath, effects.SetAdd, effects.SetDel, effects.ResetOut:
-			out = append(out, &batch{path: eff})
+			out = append(out, batch{path: eff})
 			continue
 		case effects.AddPeer, effects.UpdatePeer, effects.DeletePeer, effects.SetPolicy, effects.DeletePolicy:
 		default:
 			continue
 		}
 		k := batchKey{eff.Address(), genOf(eff)}
-		b, ok := index[k]
+		i, ok := index[k]
 		if !ok {
-			b = &batch{addr: k.addr, gen: k.gen}
-			index[k] = b
-			out = append(out, b)
+			if index == nil {
+				index = map[batchKey]int{}
+			}
+			i = len(out)
+			index[k] = i
+			out = append(out, batch{addr: k.addr, gen: k.gen})
 		}
-		b.effs = append(b.effs, eff)
+		out[i].effs = append(out[i].effs, eff)
 	}
 	return out
 }
@@ -204,7 +215,7 @@ func genOf(eff effects.Effect) uint64 {
 	return 0
 }
 
-func (e *Executor) runNeighbor(ctx context.Context, b *batch) state.Action {
+func (e *Executor) runNeighbor(ctx context.Context, b batch) state.Action {
 	for _, eff := range b.effs {
 		err := ctx.Err()
 		if err == nil {
@@ -227,7 +238,7 @@ func (e *Executor) runNeighbor(ctx context.Context, b *batch) state.Action {
 // kernel refused while eff configured it, so that no session comes up
 // without the key (docs/semantics.md §4), and reports it as refused. The
 // error says which neighbor and what the kernel said, never the key.
-func (e *Executor) keyRefused(ctx context.Context, b *batch, eff effects.Effect, why string) state.Action {
+func (e *Executor) keyRefused(ctx context.Context, b batch, eff effects.Effect, why string) state.Action {
 	msg := describe(eff) + ": the speaker refused its TCP-MD5 key: " + why
 	if err := e.deletePeer(ctx, b.addr); err != nil {
 		msg += "; taking it out failed too: " + err.Error()

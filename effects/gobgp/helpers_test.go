@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/server"
+
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/state"
 )
@@ -262,4 +265,21 @@ func pollUntil(timeout time.Duration, cond func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return cond()
+}
+
+// currentPeer is the speaker's view of one neighbor, for tests: the
+// executor itself keeps a record instead (peerops.go).
+func (e *Executor) currentPeer(ctx context.Context, addr netip.Addr) (*api.Peer, bool, error) {
+	return currentPeer(ctx, e.bgp, addr)
+}
+
+// currentPeer is bgp's view of one neighbor; a stopped speaker (nil) has
+// none.
+func currentPeer(ctx context.Context, bgp *server.BgpServer, addr netip.Addr) (*api.Peer, bool, error) {
+	if bgp == nil {
+		return nil, false, nil
+	}
+	var found *api.Peer
+	err := bgp.ListPeer(ctx, &api.ListPeerRequest{Address: addr.String()}, func(p *api.Peer) { found = p })
+	return found, found != nil, err
 }

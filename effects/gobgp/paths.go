@@ -91,13 +91,13 @@ func addShared(ctx context.Context, s *server.BgpServer) error {
 // applyPath carries out one path, set or reset-out effect. Each is
 // idempotent: AddPath of a prefix replaces its path, deleting what is
 // absent and adding a member twice change nothing.
-func (e *Executor) applyPath(ctx context.Context, eff effects.Effect) error {
+func (e *Executor) applyPath(ctx context.Context, eff effects.Effect, attrs attrCache) error {
 	if err := e.requireRunning(); err != nil {
 		return err
 	}
 	switch x := eff.(type) {
 	case effects.AddPath:
-		p, err := pathFor(x.Path)
+		p, err := attrs.path(x.Path)
 		if err != nil {
 			return err
 		}
@@ -132,14 +132,36 @@ func memberSet(m state.SetMember) *api.DefinedSet {
 // ORIGIN IGP, the next hop (IPv4: NEXT_HOP; IPv6: MP_REACH_NLRI with that
 // one next hop), standard and large communities; no MED, LOCAL_PREF or
 // AS_PATH of ours.
-func pathFor(p *state.Path) (*apiutil.Path, error) {
+func pathFor(p *state.Path) (*apiutil.Path, error) { return attrCache(nil).path(p) }
+
+// attrCache shares the attributes of IPv4 own paths between the paths of
+// one Execute with the same next hop and communities. GoBGP copies a
+// request's attribute list and never writes to an attribute it is given
+// (pkg/server/server.go apiutil2Path keeps the pointers, and policies
+// copy before they change one), and building them was most of what the
+// executor added to a bare AddPath loop (BenchmarkOwnPaths). A nil cache
+// builds every time. IPv6 paths carry their NLRI in MP_REACH_NLRI, so
+// theirs are built each time.
+type attrCache map[attrKey][]bgp.PathAttributeInterface
+
+type attrKey struct {
+	nextHop     netip.Addr
+	communities string
+}
+
+func (c attrCache) path(p *state.Path) (*apiutil.Path, error) {
 	nlri, err := bgp.NewIPAddrPrefix(p.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("nlri %s: %w", p.Prefix, err)
 	}
+	v4 := p.Prefix.Addr().Is4()
+	key := attrKey{p.NextHop, strings.Join(p.Communities, " ")}
+	if attrs, ok := c[key]; ok && v4 {
+		return &apiutil.Path{Family: bgp.RF_IPv4_UC, Nlri: nlri, Attrs: attrs}, nil
+	}
 	fam := bgp.RF_IPv4_UC
 	attrs := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP)}
-	if p.Prefix.Addr().Is4() {
+	if v4 {
 		nh, err := bgp.NewPathAttributeNextHop(p.NextHop)
 		if err != nil {
 			return nil, fmt.Errorf("next hop %s: %w", p.NextHop, err)
@@ -162,6 +184,9 @@ func pathFor(p *state.Path) (*apiutil.Path, error) {
 	}
 	if len(large) > 0 {
 		attrs = append(attrs, bgp.NewPathAttributeLargeCommunities(large))
+	}
+	if c != nil && v4 {
+		c[key] = attrs[:len(attrs):len(attrs)] // an append by anyone copies
 	}
 	return &apiutil.Path{Family: fam, Nlri: nlri, Attrs: attrs}, nil
 }
@@ -207,7 +232,7 @@ func communities(vals []string) (std []uint32, large []*bgp.LargeCommunity, err 
 // service rules (7-8) and the communities for re-exported routes (3) come
 // with service advertisement.
 func (b *policyBuilder) calicoExport(name string) []*api.Statement {
-	return calicoStatements(name, b.family, b.conditions)
+	return calicoStatements(name, b.family, b.calicoConditions)
 }
 
 // calicoStatements are Calico's export statements for family, each with
@@ -239,10 +264,10 @@ func calicoStatements(name string, family *api.Family, cond func() *api.Conditio
 // §10). An add-path or delete-path reports its result for its prefix and
 // generation, so that a failure is retried; a set or reset-out failure is
 // logged only.
-func (e *Executor) runPath(ctx context.Context, eff effects.Effect) state.Action {
+func (e *Executor) runPath(ctx context.Context, eff effects.Effect, attrs attrCache) state.Action {
 	err := ctx.Err()
 	if err == nil {
-		err = e.applyPath(ctx, eff)
+		err = e.applyPath(ctx, eff, attrs)
 	}
 	var msg string
 	if err != nil {

@@ -26,7 +26,7 @@ func mustPaths(t *testing.T, e *Executor, effs ...effects.Effect) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, eff := range effs {
-		if err := e.applyPath(ctx, eff); err != nil {
+		if err := e.applyPath(ctx, eff, nil); err != nil {
 			t.Fatalf("%s: %v", eff, err)
 		}
 	}

@@ -5,26 +5,34 @@ import (
 	"net/netip"
 
 	api "github.com/osrg/gobgp/v4/api"
-	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/peeragent/peeragent/state"
 )
 
-// The executor records the peers it configured, with the route-reflector
-// settings it gave them. The record is exact: the embedded speaker has no
-// other writer, and the record is cleared whenever the speaker starts or
-// stops. It spares an update and a policy refresh a ListPeer, which costs
-// as much as the update itself (every GoBGP call waits on an event loop
-// that is O(peers), milliseconds at 10,000 neighbors).
+// The executor records the peers it configured: their route-reflector
+// settings, and what deleting one needs (its AS, whether it has a
+// password). The record is exact: the embedded speaker has no other
+// writer, and the record is cleared whenever the speaker starts or stops.
+// It spares an update, a delete and a policy refresh a ListPeer, which
+// costs as much as the update itself (every GoBGP call waits on an event
+// loop that is O(peers), and ListPeer compares every neighbor's address
+// with the one asked for: 2.3 ms at 10,000 neighbors).
 type reflector struct {
-	client  bool
-	cluster string
+	client   bool
+	cluster  string
+	asn      uint32 // the peer's AS, for dropPassword
+	password bool   // configured with a TCP-MD5 key
 }
 
 func reflectorOf(p *api.Peer) reflector {
 	rr := p.GetRouteReflector()
-	return reflector{client: rr.GetRouteReflectorClient(), cluster: rr.GetRouteReflectorClusterId()}
+	return reflector{client: rr.GetRouteReflectorClient(), cluster: rr.GetRouteReflectorClusterId(),
+		asn: p.GetConf().GetPeerAsn(), password: p.GetConf().GetAuthPassword() != ""}
 }
+
+// sameRR says whether two records have the same route-reflector settings,
+// as the executor gave them.
+func (r reflector) sameRR(o reflector) bool { return r.client == o.client && r.cluster == o.cluster }
 
 // addPeer configures a neighbor; one that is already there is updated
 // instead, so that AddPeer is idempotent.
@@ -78,16 +86,16 @@ func (e *Executor) updatePeer(ctx context.Context, n *state.Neighbor) error {
 }
 
 func (e *Executor) update(ctx context.Context, addr netip.Addr, p *api.Peer) error {
-	if rr, ok := e.peers[addr]; ok && rr == reflectorOf(p) {
-		return e.updateInPlace(ctx, addr, p)
-	}
-	cur, ok, err := e.currentPeer(ctx, addr)
+	cur, ok := e.peers[addr]
 	switch {
-	case err != nil:
-		return err
 	case !ok:
-		return e.add(ctx, addr, p)
-	case !sameReflector(cur, p):
+		// Not configured since the speaker started (the record is exact).
+		err := e.add(ctx, addr, p)
+		if kindOf(err) == errExists {
+			return e.updateInPlace(ctx, addr, p)
+		}
+		return err
+	case !cur.sameRR(reflectorOf(p)):
 		// GoBGP's UpdatePeer silently ignores route-reflector settings
 		// (measured: no reset, and ListPeer keeps the old values), so the
 		// only way to apply them is to configure the peer anew.
@@ -120,18 +128,17 @@ func (e *Executor) updateInPlace(ctx context.Context, addr netip.Addr, p *api.Pe
 	return err
 }
 
-// deletePeer removes a neighbor; an absent one is success.
+// deletePeer removes a neighbor; an absent one is success. What it needs
+// to know of the peer (its AS and whether it has a password) comes from
+// the record, not from a ListPeer.
 func (e *Executor) deletePeer(ctx context.Context, addr netip.Addr) error {
-	cur, ok, err := e.currentPeer(ctx, addr)
-	if err != nil {
-		return err
-	}
-	if !ok {
+	cur, ok := e.peers[addr]
+	if !ok || e.bgp == nil {
 		delete(e.peers, addr)
 		return e.leave(ctx, addr)
 	}
-	if cur.GetConf().GetAuthPassword() != "" {
-		if err := e.dropPassword(ctx, addr, cur.GetConf().GetPeerAsn()); err != nil {
+	if cur.password {
+		if err := e.dropPassword(ctx, addr, cur.asn); err != nil {
 			return err
 		}
 	}
@@ -158,20 +165,4 @@ func (e *Executor) dropPassword(ctx context.Context, addr netip.Addr, asn uint32
 		Transport: &api.Transport{PassiveMode: true}, // never dial in the meantime
 	}})
 	return err
-}
-
-// currentPeer is the speaker's view of one neighbor.
-func (e *Executor) currentPeer(ctx context.Context, addr netip.Addr) (*api.Peer, bool, error) {
-	return currentPeer(ctx, e.bgp, addr)
-}
-
-// currentPeer is bgp's view of one neighbor; a stopped speaker (nil) has
-// none.
-func currentPeer(ctx context.Context, bgp *server.BgpServer, addr netip.Addr) (*api.Peer, bool, error) {
-	if bgp == nil {
-		return nil, false, nil
-	}
-	var found *api.Peer
-	err := bgp.ListPeer(ctx, &api.ListPeerRequest{Address: addr.String()}, func(p *api.Peer) { found = p })
-	return found, found != nil, err
 }

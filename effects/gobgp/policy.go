@@ -44,18 +44,32 @@ const (
 // export rules of its own or a next-hop mode.
 func ownExport(p state.Policy) bool { return len(p.Export) > 0 || p.NextHop != "" }
 
-// excluded says whether a neighbor with policy p is left out of the shared
-// export policy (a member of customNeighbors): when it does not want
-// Calico's export statements alone. A zero policy is excluded: such a
-// neighbor keeps GoBGP's default (accept) on export.
-func excluded(p state.Policy) bool { return !p.CalicoExport || ownExport(p) }
+// needsOwn says whether p needs policy objects of the neighbor's own: rules
+// (import or export) or a next-hop mode, the statements a BGPFilter brings.
+func needsOwn(p state.Policy) bool { return len(p.Import) > 0 || ownExport(p) }
+
+// excluded says whether a neighbor configured from scratch with policy p
+// is left out of the shared export policy (a member of customNeighbors):
+// when it has objects of its own (which carry Calico's statements), or
+// wants no Calico export at all (a zero policy keeps GoBGP's default,
+// accept). A neighbor keeps its objects once made (policyops.go), so the
+// executor's record, not p alone, says whether it is a member later.
+func excluded(p state.Policy) bool { return !p.CalicoExport || needsOwn(p) }
 
 // policyObjects is everything one neighbor's own policy is made of in
 // GoBGP, named after the neighbor's address so that nothing is shared. A
-// standard policy (Calico's export alone, no import rules) has none: the
-// shared export policy covers it.
+// standard policy (Calico's export alone) and a zero one have none: the
+// shared export policy, or GoBGP's default, covers the neighbor.
+//
+// Two neighbor sets guard the statements: neighbor (always the
+// neighbor's address) guards Calico's export statements, filter guards
+// the statements of the rules and the next-hop mode. The executor
+// switches filter between the neighbor's address and offAddress (no
+// neighbor has it) to attach and detach a filter without touching the
+// policies (policyops.go).
 type policyObjects struct {
 	neighbor *api.DefinedSet
+	filter   *api.DefinedSet
 	prefixes []*api.DefinedSet
 	assigned []directedPolicy
 }
@@ -72,16 +86,22 @@ func baseName(a netip.Addr) string { return "peeragent-" + a.String() }
 // Rules become statements in the user's order (GoBGP stops at the first
 // statement with an accept or reject). Each statement also matches only
 // the neighbor's own unicast family: Calico's v4 and v6 rule lists apply to
-// their family, never to VPN or SR-policy routes. Calico's export
-// statements are the neighbor's own only when it is excluded from the
-// shared policy; the export policy is empty (and not made) otherwise.
+// their family, never to VPN or SR-policy routes. With objects of its own,
+// the neighbor's export policy ends in Calico's statements (when the
+// policy has them), so that it is a member of customNeighbors for as long
+// as the objects exist. The filter set comes with the neighbor's address
+// (the filter attached).
 func objectsFor(a netip.Addr, p state.Policy) (policyObjects, error) {
+	var out policyObjects
+	if !needsOwn(p) {
+		return out, nil
+	}
 	base := baseName(a)
 	b := &policyBuilder{
 		neighbor: base + "-neighbor",
+		filter:   base + "-filter",
 		family:   unicastFamily(a),
 	}
-	var out policyObjects
 	imp, err := b.statements(base+"-import", p.Import)
 	if err != nil {
 		return out, fmt.Errorf("import: %w", err)
@@ -97,7 +117,7 @@ func objectsFor(a netip.Addr, p state.Policy) (policyObjects, error) {
 		}
 		exp = append([]*api.Statement{nh}, exp...)
 	}
-	if p.CalicoExport && ownExport(p) {
+	if p.CalicoExport {
 		exp = append(exp, b.calicoExport(base+"-export-calico")...)
 	}
 	out.prefixes = b.prefixes
@@ -109,29 +129,46 @@ func objectsFor(a netip.Addr, p state.Policy) (policyObjects, error) {
 			out.assigned = append(out.assigned, d)
 		}
 	}
-	if len(out.assigned) > 0 {
-		out.neighbor = &api.DefinedSet{
-			DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR,
-			Name:        b.neighbor,
-			List:        []string{hostPrefix(a)},
-		}
-	}
+	out.neighbor = neighborSet(b.neighbor, hostPrefix(a))
+	out.filter = neighborSet(b.filter, hostPrefix(a))
 	return out, nil
+}
+
+func neighborSet(name, entry string) *api.DefinedSet {
+	return &api.DefinedSet{DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: name, List: []string{entry}}
+}
+
+// offAddress is the filter set's entry while no filter is attached: an
+// address no neighbor can have (the unspecified address of the
+// neighbor's family). The set is never empty, as GoBGP's neighbor
+// condition is true for an empty set (internal/pkg/table/policy.go:2094).
+func offAddress(a netip.Addr) string {
+	if a.Is4() {
+		return hostPrefix(netip.IPv4Unspecified())
+	}
+	return hostPrefix(netip.IPv6Unspecified())
 }
 
 // hostPrefix is a as a neighbor-set entry.
 func hostPrefix(a netip.Addr) string { return netip.PrefixFrom(a, a.BitLen()).String() }
 
 type policyBuilder struct {
-	neighbor string
-	family   *api.Family
-	prefixes []*api.DefinedSet
+	neighbor, filter string
+	family           *api.Family
+	prefixes         []*api.DefinedSet
 }
 
-// conditions every statement carries: this neighbor, this family.
-func (b *policyBuilder) conditions() *api.Conditions {
+// conditions every statement of a rule or the next-hop mode carries: the
+// filter attached to this neighbor, this family.
+func (b *policyBuilder) conditions() *api.Conditions { return b.guarded(b.filter) }
+
+// calicoConditions every Calico export statement of the neighbor's own
+// carries: this neighbor, this family.
+func (b *policyBuilder) calicoConditions() *api.Conditions { return b.guarded(b.neighbor) }
+
+func (b *policyBuilder) guarded(set string) *api.Conditions {
 	return &api.Conditions{
-		NeighborSet: &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: b.neighbor},
+		NeighborSet: &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: set},
 		AfiSafiIn:   []*api.Family{{Afi: b.family.Afi, Safi: b.family.Safi}},
 	}
 }

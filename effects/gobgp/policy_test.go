@@ -20,6 +20,7 @@ func render(t *testing.T, a netip.Addr, o policyObjects) []string {
 	var out []string
 	if o.neighbor != nil {
 		out = append(out, fmt.Sprintf("neighbor-set %s %v", o.neighbor.Name, o.neighbor.List))
+		out = append(out, fmt.Sprintf("neighbor-set %s %v", o.filter.Name, o.filter.List))
 	} else if len(o.assigned) > 0 {
 		t.Errorf("policies without a neighbor set")
 	}
@@ -31,7 +32,11 @@ func render(t *testing.T, a netip.Addr, o policyObjects) []string {
 		out = append(out, fmt.Sprintf("%s %s", strings.ToLower(strings.TrimPrefix(d.dir.String(), "POLICY_DIRECTION_")), d.policy.Name))
 		for _, st := range d.policy.Statements {
 			c := st.Conditions
-			if c.NeighborSet.GetName() != o.neighbor.Name || c.NeighborSet.Type != api.MatchSet_TYPE_ANY {
+			guard := o.filter.Name // the rules' and next-hop's statements
+			if strings.Contains(st.Name, "-export-calico-") {
+				guard = o.neighbor.Name
+			}
+			if c.NeighborSet.GetName() != guard || c.NeighborSet.Type != api.MatchSet_TYPE_ANY {
 				t.Errorf("%s: neighbor condition %v", st.Name, c.NeighborSet)
 			}
 			if fam := unicastFamily(a); len(c.AfiSafiIn) != 1 || c.AfiSafiIn[0].Afi != fam.Afi || c.AfiSafiIn[0].Safi != fam.Safi {
@@ -87,6 +92,7 @@ func TestObjectsFor(t *testing.T) {
 			rule("accept", "In", "10.40.0.0/16", 0, 0),
 		}}, []string{
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"prefix-set peeragent-10.0.0.2-import-1-prefix 10.10.0.0/16 16..32",
 			"prefix-set peeragent-10.0.0.2-import-2-prefix 10.20.0.0/16 16..16",
 			"prefix-set peeragent-10.0.0.2-import-3-prefix 10.30.1.0/24 24..24",
@@ -103,6 +109,7 @@ func TestObjectsFor(t *testing.T) {
 			rule("accept", "Equal", "10.0.0.0/8", 8, 24),
 		}}, []string{
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"prefix-set peeragent-10.0.0.2-export-1-prefix 10.0.0.0/8 16..24",
 			"prefix-set peeragent-10.0.0.2-export-2-prefix 10.0.0.0/8 8..24",
 			"prefix-set peeragent-10.0.0.2-export-3-prefix 10.0.0.0/8 8..8",
@@ -116,6 +123,7 @@ func TestObjectsFor(t *testing.T) {
 			{Filter: "f", Action: "accept", FromRemotePeers: true, Operator: "In", Prefix: netip.MustParsePrefix("77.0.0.0/16")},
 		}}, []string{
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"prefix-set peeragent-10.0.0.2-export-2-prefix 77.0.0.0/16 16..32",
 			"export peeragent-10.0.0.2-export",
 			"  peeragent-10.0.0.2-export-1-ebgp: route-type external -> reject",
@@ -128,6 +136,7 @@ func TestObjectsFor(t *testing.T) {
 			{Filter: "f", Action: "reject"},
 		}}, []string{
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"prefix-set peeragent-10.0.0.2-import-1-prefix 10.1.0.0/16 16..16",
 			"import peeragent-10.0.0.2-import",
 			"  peeragent-10.0.0.2-import-1: in peeragent-10.0.0.2-import-1-prefix -> accept",
@@ -137,6 +146,7 @@ func TestObjectsFor(t *testing.T) {
 			rule("reject", "In", "172.16.0.0/12", 0, 0),
 		}}, []string{
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"prefix-set peeragent-10.0.0.2-export-1-prefix 172.16.0.0/12 12..32",
 			"export peeragent-10.0.0.2-export",
 			"  peeragent-10.0.0.2-export-next-hop: next-hop self -> none",
@@ -144,18 +154,26 @@ func TestObjectsFor(t *testing.T) {
 		}},
 		{"next-hop-keep-alone", v4, state.Policy{NextHop: "keep"}, []string{
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"export peeragent-10.0.0.2-export",
 			"  peeragent-10.0.0.2-export-next-hop: next-hop unchanged -> none",
 		}},
 		// Calico's export alone: the shared policy covers the neighbor,
 		// nothing of its own.
 		{"standard-has-no-objects", v4, state.Policy{CalicoExport: true}, nil},
-		{"standard-with-import-rules-keeps-its-import", v4, state.Policy{CalicoExport: true, Import: []state.Rule{
+		{"import-rules-bring-own-objects-with-calico-export", v4, state.Policy{CalicoExport: true, Import: []state.Rule{
 			{Filter: "f", Action: "reject"},
 		}}, []string{
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"import peeragent-10.0.0.2-import",
 			"  peeragent-10.0.0.2-import-1: -> reject",
+			"export peeragent-10.0.0.2-export",
+			"  peeragent-10.0.0.2-export-calico-local: route-type local -> accept",
+			"  peeragent-10.0.0.2-export-calico-own: in peeragent-own-v4 -> reject",
+			"  peeragent-10.0.0.2-export-calico-nobgp: in peeragent-nobgp-v4 -> reject",
+			"  peeragent-10.0.0.2-export-calico-pools: in peeragent-pools-v4 -> accept",
+			"  peeragent-10.0.0.2-export-calico-reject: -> reject",
 		}},
 		// Export rules of its own: Calico's statements follow them in the
 		// neighbor's own export policy.
@@ -163,6 +181,7 @@ func TestObjectsFor(t *testing.T) {
 			rule("accept", "Equal", "10.99.0.0/24", 0, 0),
 		}}, []string{
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
+			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"prefix-set peeragent-10.0.0.2-export-1-prefix 10.99.0.0/24 24..24",
 			"export peeragent-10.0.0.2-export",
 			"  peeragent-10.0.0.2-export-next-hop: next-hop self -> none",
@@ -177,6 +196,7 @@ func TestObjectsFor(t *testing.T) {
 			rule("accept", "In", "fd00:10::/32", 48, 64),
 		}}, []string{
 			"neighbor-set peeragent-fd00::2-neighbor [fd00::2/128]",
+			"neighbor-set peeragent-fd00::2-filter [fd00::2/128]",
 			"prefix-set peeragent-fd00::2-import-1-prefix fd00:10::/32 48..64",
 			"import peeragent-fd00::2-import",
 			"  peeragent-fd00::2-import-1: in peeragent-fd00::2-import-1-prefix -> accept",

@@ -24,7 +24,10 @@ import (
 //   - c standard again while another neighbor (b) is a member: the shared
 //     policy's INVERT match, the own path only;
 //   - c with export rules of its own (a member, with its own export policy
-//     ending in Calico's statements): its rule accepts 10.99.0.0/24.
+//     ending in Calico's statements): its rule accepts 10.99.0.0/24;
+//   - c standard again: its filter detached in place, it keeps its objects
+//     and its membership, and its own Calico statements decide;
+//   - c's policy deleted: its objects go, GoBGP's default again.
 func TestSharedExportFollowsCustomSet(t *testing.T) {
 	requireLoopback(t, "127.0.0.2", "127.0.0.3")
 	a, b, c := newSpeaker(t, "127.0.0.1"), newSpeaker(t, "127.0.0.2"), newSpeaker(t, "127.0.0.3")
@@ -78,12 +81,35 @@ func TestSharedExportFollowsCustomSet(t *testing.T) {
 	if n := members(t, a); len(n) != 2 {
 		t.Fatalf("custom neighbors %v, want b's and c's", n)
 	}
-	// And back: c's own objects go, the shared policy covers it again.
+	// And back: c keeps its objects (a member still), with its filter
+	// detached: its own Calico statements decide, as the shared ones would.
 	mustApply(t, a.Executor, effects.SetPolicy{Addr: ac.Address, Policy: standard, Gen: 5})
 	waitRIB(t, c, "10.244.1.0/26")
-	if n := members(t, a); len(n) != 1 {
-		t.Fatalf("custom neighbors %v, want b's", n)
+	if n := members(t, a); len(n) != 2 {
+		t.Fatalf("custom neighbors %v, want b's and c's", n)
 	}
+	if f := filterSet(t, a, ac.Address); len(f) != 1 || f[0] != "0.0.0.0/32" {
+		t.Fatalf("c's filter set %v, want [0.0.0.0/32] (detached)", f)
+	}
+	// Its policy deleted, c's objects go; GoBGP's default applies to it.
+	mustApply(t, a.Executor, effects.DeletePolicy{Addr: ac.Address, Gen: 6})
+	waitRIB(t, c, "10.244.1.0/26", "10.99.0.0/24")
+	if left := objectsNamed(t, a, baseName(ac.Address)); len(left) > 0 {
+		t.Fatalf("c's objects left after its policy was deleted: %v", left)
+	}
+}
+
+// filterSet lists the filter set of the neighbor at n on a speaker.
+func filterSet(t *testing.T, sp *speaker, n netip.Addr) []string {
+	t.Helper()
+	var out []string
+	err := sp.Speaker().ListDefinedSet(t.Context(), &api.ListDefinedSetRequest{
+		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: baseName(n) + "-filter",
+	}, func(d *api.DefinedSet) { out = append(out, d.List...) })
+	if err != nil {
+		t.Fatalf("ListDefinedSet: %v", err)
+	}
+	return out
 }
 
 // members lists the custom neighbor set of a speaker.

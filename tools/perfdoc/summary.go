@@ -167,7 +167,7 @@ func learnedText(g getter) string {
 // limitsText names what bounds each unmet target, from the figures.
 func limitsText(g getter) string {
 	var out []string
-	for _, c := range []string{convMesh, convPeers, learnedMax} {
+	for _, c := range []string{convMesh, convPeers, learnedMax, ownPaths} {
 		wall, cpu := g(c, "agent/floor"), g(c, "cpu-agent/floor")
 		if c == learnedMax {
 			wall, cpu = g(c, "ratio"), g(c, "cpu-ratio")
@@ -182,13 +182,9 @@ func limitsText(g getter) string {
 		out = append(out, fmt.Sprintf("The churn targets of 5,000 changes/s and a 5 ms p99 are out of reach of the "+
 			"embedded GoBGP itself at this size: the floor, with no agent at all, makes %.0f changes/s.", fr))
 		if mf := g(churnGoBGP, "max/floor"); ok(mf) && mf < 0.8 {
-			// The floor replays the churn's first events on a fresh speaker;
-			// the agent's flood comes after its light and steady phases.
-			out = append(out, fmt.Sprintf("But the agent, flooded, reached only %.2fx the floor's rate, so this run "+
-				"does not show the agent to be bounded by GoBGP: part of the gap is the agent's, or the benchmark's "+
-				"(the floor replays the churn's first events on a fresh speaker, while the agent's flood follows its "+
-				"light and steady phases, when more neighbors carry a BGPFilter and so a GoBGP policy of their own, "+
-				"and GoBGP's policy calls cost O(policies)).", mf))
+			out = append(out, fmt.Sprintf("But the agent, flooded, reached only %.2fx the floor's rate (the floor "+
+				"replays the flood's own events from the same state), so this run does not show the agent to be "+
+				"bounded by GoBGP: the rest of the gap is the agent's (see the profile).", mf))
 		} else {
 			out = append(out, "They are bounded by GoBGP's cost per change, not by the agent (see the agent alone, and the profile).")
 		}

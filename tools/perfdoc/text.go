@@ -42,9 +42,13 @@ rightly coalesce them, leaving nothing to time). *flood*: changes as fast as the
 them, at most 250 awaiting their call. *reset*: then 1,000 resetting changes flooded the same
 way, at their own rate: a peer's password Secret rotated (a session-resetting UpdatePeer) and
 a remote node's label flipped (moving it between the mesh and the route-reflector BGPPeer: a
-DeletePeer and an AddPeer). *floor*: the same in-place changes' GoBGP requests (derived ahead by the pure core: defined
-sets, policies, assignments or their removal, then a soft reset) by a plain loop on
-the floor server, holding the same 10,099 neighbors. *old way*: per change, the object lists
+DeletePeer and an AddPeer). *floor*: the same in-place changes' GoBGP requests (derived ahead by the pure core and the
+executor's own planner, gobgp.PolicyBook: a filter attached or detached is a switch of the
+neighbor's filter set, its prefix sets rewritten in place, then a soft reset; a neighbor's first
+filter makes its objects) by a plain loop on the floor server, holding the same 10,099
+neighbors: it replays the agent's events in order, light, steady and flood, from the state the
+agent started from, and its figures are those of the flood's events (the same indices, the same
+state as the agent's flood). *old way*: per change, the object lists
 with the change → reducer.FromScratch → effects.Diff against the previous State in full → the
 effects that change something executed (no sleep, unlike the design it replaces; two States
 derived from scratch number their generations afresh, and the UpdatePeers of no change that
@@ -81,6 +85,22 @@ goroutines included).
 
 **Reducer** benchmarks are the core's own (Reduce and Diff of one change, and from scratch), up
 to 10,000 peers; the 100,000-peer size takes minutes and is left to a manual run.
+
+**Hot paths without O(neighbors) calls.** A neighbor deleted or updated, a BGPFilter attached
+or detached, an own path added or deleted: the executor makes no GoBGP call whose cost grows
+with the number of neighbors where v4.8.0 offers one that does not. What each replaced:
+
+| hot path | call that was O(neighbors) | replaced by |
+|---|---|---|
+| DeletePeer | ` + "`" + `ListPeer` + "`" + ` by address (currentPeer), for the peer's AS and password: GoBGP compares every neighbor's address (2.3 ms at 10,000) | the executor's record of the peers it configured keeps their AS and whether they have a password (effects/gobgp/peerops.go) |
+| UpdatePeer | the same ` + "`" + `ListPeer` + "`" + ` when the record lacked the peer or had other route-reflector settings | the record alone (it is exact: the executor is the speaker's only writer); a peer not in it is added |
+| SetPolicy (a BGPFilter attached, detached, re-attached with other CIDRs) | ` + "`" + `DeletePolicy` + "`" + ` (builds every neighbor's ID, G ` + "`" + `pkg/server/server.go` + "`" + ` L4318, then scans every statement), ` + "`" + `DeleteDefinedSet` + "`" + ` whole (scans every policy's statements), ` + "`" + `Add` + "`" + `/` + "`" + `DeletePolicyAssignment` + "`" + ` (O(assigned policies)), leaving the custom neighbor set (` + "`" + `NeighborSet.Remove` + "`" + `, O(members), G ` + "`" + `internal/pkg/table/policy.go` + "`" + ` L647) | in place: the neighbor's objects are made once and kept, its filter set switched between its address and the unspecified one (two edits of a one-entry set), its prefix sets rewritten in place, then the soft reset (docs/routes.md §8.3 rule 12) |
+| AddPath, DeletePath | none of the executor's (the record of configured peers answers ResetOut) | one Execute's own IPv4 paths share their attribute list |
+
+What stays O(neighbors) is GoBGP's own, only where v4.8.0 has no other call: a neighbor's first
+BGPFilter (` + "`" + `AddPolicyAssignment` + "`" + `, O(assigned policies)), a BGPFilter of another shape, and the
+removal of a neighbor that has policy objects of its own (` + "`" + `DeletePolicy` + "`" + `, whole-set
+` + "`" + `DeleteDefinedSet` + "`" + `, leaving the custom set); every call also waits its turn on GoBGP's event loop.
 `
 
 // profileIntro explains the profile table.
