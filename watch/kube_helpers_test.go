@@ -69,7 +69,7 @@ func (r *actionRecorder) since(i int) []state.Action {
 // returns it with its index; it fails the test after a deadline.
 func (r *actionRecorder) waitFor(t *testing.T, from int, what string, match func(state.Action) bool) (state.Action, int) {
 	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
+	deadline := time.NewTimer(30 * time.Second) // a relist waits out the reflector's backoff: 10 s was missed under load
 	defer deadline.Stop()
 	for {
 		for i, a := range r.since(from) {
