@@ -80,6 +80,9 @@ func (g *gen) options() state.Options {
 	if g.chance(20) {
 		o.ExtraFamilies = []string{"ipv4-srpolicy", "l3vpn-ipv6-unicast"}
 	}
+	if g.chance(50) {
+		o.RouteSettleMax = state.Duration{Duration: time.Duration(1+g.c.IntN(600)) * time.Second}
+	}
 	return o
 }
 
@@ -572,7 +575,11 @@ func (g *gen) result(s state.State) state.Action {
 		gen = gen + 1 - uint64(g.c.IntN(3))
 	}
 	at := time.Unix(1_700_000_000+int64(g.c.IntN(1000)), 0).UTC()
-	switch g.c.IntN(8) {
+	switch g.c.IntN(10) {
+	case 7:
+		return state.ServerApplied{Server: s.Server, At: at}
+	case 8:
+		return state.Tick{At: at.Add(time.Duration(g.c.IntN(300)) * time.Second)}
 	case 0, 1, 2:
 		return state.PeerApplied{Address: addr, Gen: gen, At: at}
 	case 3:

@@ -3,6 +3,7 @@ package reducer
 import (
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/state/pmap"
@@ -76,6 +77,7 @@ func reduceResult(s state.State, a state.Action) state.State {
 	case state.ServerApplied:
 		if a.Server == s.Server {
 			t.setProblems("server", nil)
+			t.serverStarted(a.At)
 		}
 	case state.ServerApplyFailed:
 		if a.Server == s.Server {
@@ -84,6 +86,15 @@ func reduceResult(s state.State, a state.Action) state.State {
 	}
 	t.routesDone(false)
 	return t.s
+}
+
+// serverStarted: the speaker of this generation runs since at, when the
+// time limits of settling start (docs/routes.md §9.6 rule 3). Only its
+// first start counts: a repeated result does not move them.
+func (t *tx) serverStarted(at time.Time) {
+	if r := &t.s.Routing; r.Since.IsZero() && !r.Settled {
+		r.Since = at
+	}
 }
 
 // current calls fn with a copy of the session at addr when gen is its

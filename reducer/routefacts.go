@@ -94,16 +94,11 @@ func (t *tx) endOfRIB(a state.EndOfRIBReceived) {
 	r.EOR = r.WithEOR(a.Neighbor, a.Family)
 }
 
-// tick moves the clock of the settling (docs/routes.md §9.6 rule 3); once
-// settled, time changes nothing.
+// tick moves the reducer's clock (docs/design.md "Time"): what is due at
+// the new time is done by the step's end (the settling, checkSettled).
 func (t *tx) tick(a state.Tick) {
-	r := &t.s.Routing
-	if r.Settled || a.At.IsZero() || !a.At.After(r.Now) {
-		return
-	}
-	r.Now = a.At
-	if r.Since.IsZero() && t.s.Server != (state.Server{}) {
-		r.Since = a.At
+	if a.At.After(t.s.Now) {
+		t.s.Now = a.At
 	}
 }
 
@@ -139,7 +134,7 @@ func (t *tx) routesListed(a state.RoutesListed) {
 func (t *tx) newSpeaker() {
 	r := &t.s.Routing
 	r.SpeakerGen++
-	r.Settled, r.Since, r.EOR = false, time.Time{}, nil
+	r.Settled, r.Since, r.SettleAt, r.EOR = false, time.Time{}, time.Time{}, nil
 	if t.s.RoutesReady() {
 		t.s.Out.Routes.Range(func(k string, e *state.TableRoute) bool {
 			if e.Origin == "learned" && e.Wanted() {
@@ -175,13 +170,20 @@ func (t *tx) goLive() {
 }
 
 // checkSettled sweeps the held routes that are not desired once the
-// routes are settled (docs/routes.md §9.6 rule 3).
+// routes are settled (docs/routes.md §9.6 rule 3); until then it keeps
+// the settle deadline, when a time limit of settling runs out.
 func (t *tx) checkSettled() {
 	r := &t.s.Routing
-	if r.Settled || !t.s.RoutesReady() || t.s.Server == (state.Server{}) || !t.settled() {
+	if r.Settled || !t.s.RoutesReady() || t.s.Server == (state.Server{}) {
+		r.SettleAt = time.Time{}
 		return
 	}
-	r.Settled = true
+	settled, next := t.settled()
+	if !settled {
+		r.SettleAt = next
+		return
+	}
+	r.Settled, r.SettleAt = true, time.Time{}
 	t.s.Out.Routes.Range(func(k string, e *state.TableRoute) bool {
 		if e.Held == nil || e.Wanted() {
 			return true
@@ -198,15 +200,36 @@ func (t *tx) checkSettled() {
 // settled: the settle maximum has passed since the server start, or every
 // active neighbor has sent End-of-RIB for each of its unicast families, or
 // is not Established within its restart time, or is waiting or failed.
-func (t *tx) settled() bool {
+// When not, next is the earliest time after Now at which one of those
+// time limits runs out (zero before the server start).
+func (t *tx) settled() (ok bool, next time.Time) {
 	r := t.s.Routing
-	since := time.Duration(-1)
-	if !r.Since.IsZero() {
-		since = r.Now.Sub(r.Since)
+	if r.Since.IsZero() {
+		return t.eachSettled(func(time.Duration) bool { return false }), time.Time{}
 	}
-	if since >= t.s.Options.RouteSettleMax.Duration {
-		return true
+	max := r.Since.Add(t.s.Options.RouteSettleMax.Duration)
+	if !t.s.Now.Before(max) {
+		return true, time.Time{}
 	}
+	next = max
+	ok = t.eachSettled(func(restart time.Duration) bool {
+		end := r.Since.Add(restart)
+		if !t.s.Now.Before(end) {
+			return true
+		}
+		if end.Before(next) {
+			next = end
+		}
+		return false
+	})
+	return ok, next
+}
+
+// eachSettled reports whether every active neighbor is settled, asking
+// restartOver whether the restart time of one that is not Established has
+// run out. It asks about every such neighbor, so that a caller can find
+// the earliest limit.
+func (t *tx) eachSettled(restartOver func(time.Duration) bool) bool {
 	ok := true
 	t.s.Out.Neighbors.Range(func(k string, n *state.Neighbor) bool {
 		x, _ := t.s.Out.Sessions.Get(k)
@@ -218,15 +241,15 @@ func (t *tx) settled() bool {
 			if restart == 0 {
 				restart = 120 * time.Second
 			}
-			ok = since >= restart
-			return ok
+			ok = restartOver(restart) && ok
+			return true
 		}
 		for _, f := range n.Families {
-			if strings.HasSuffix(f, "-unicast") && !r.HasEOR(n.Address, f) {
+			if strings.HasSuffix(f, "-unicast") && !t.s.Routing.HasEOR(n.Address, f) {
 				ok = false
 			}
 		}
-		return ok
+		return true
 	})
 	return ok
 }

@@ -148,16 +148,19 @@ func (RetryDue) ActionName() string              { return "retryDue" }
 func (SessionStateChanged) ActionName() string   { return "sessionStateChanged" }
 
 // ServerApplied: the GoBGP executor started (or restarted) the speaker
-// with Server.
+// with Server at At: the start of the settling's time limits
+// (docs/routes.md §9.6 rule 3).
 type ServerApplied struct {
-	Server Server `json:"server"`
+	Server Server    `json:"server"`
+	At     time.Time `json:"at,omitzero"`
 }
 
 // ServerApplyFailed: the speaker could not be started with Server (for
-// example its listen port is taken). Error holds no secret.
+// example its listen port is taken), seen at At. Error holds no secret.
 type ServerApplyFailed struct {
-	Server Server `json:"server"`
-	Error  string `json:"error"`
+	Server Server    `json:"server"`
+	Error  string    `json:"error"`
+	At     time.Time `json:"at,omitzero"`
 }
 
 func (ServerApplied) ActionName() string     { return "serverApplied" }

@@ -3,15 +3,18 @@ package state
 import (
 	"net/netip"
 	"sort"
+	"time"
 )
 
 // Dump is the serialisable view of a State: what /state serves, what the
 // golden files pin and what `peeragent plan` reads. Sorted throughout;
 // passwords appear only as fingerprints.
 type Dump struct {
-	Node      string         `json:"node"`
-	Synced    []Kind         `json:"synced"`
-	Server    Server         `json:"server"`
+	Node   string `json:"node"`
+	Synced []Kind `json:"synced"`
+	Server Server `json:"server"`
+	// Now is the reducer's clock: the time of the last Tick.
+	Now       time.Time      `json:"now,omitzero"`
 	Objects   map[string]int `json:"objects"`
 	Watches   []string       `json:"watches"`
 	Neighbors []*Neighbor    `json:"neighbors"`
@@ -44,7 +47,7 @@ type AdvertisedPath struct {
 // for the dump endpoint and tests, never for the reduce path.
 func (s State) Dump() Dump {
 	d := Dump{
-		Node: s.Node, Server: s.Server, Synced: []Kind{},
+		Node: s.Node, Server: s.Server, Now: s.Now, Synced: []Kind{},
 		Watches: s.Out.Watches.Keys(), Neighbors: []*Neighbor{}, Sessions: []*Session{},
 		Objects: map[string]int{
 			"bgppeers": s.Inputs.Peers.Len(), "bgpconfigurations": s.Inputs.Configs.Len(),

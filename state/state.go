@@ -2,6 +2,7 @@ package state
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/peeragent/peeragent/state/pmap"
 )
@@ -74,6 +75,9 @@ type State struct {
 	MD5Failures uint64 `json:"md5Failures,omitempty"`
 	MD5Observed bool   `json:"md5Observed,omitempty"`
 	OptmemMax   int64  `json:"optmemMax,omitempty"`
+	// Now is the At of the last Tick: the reducer's clock, the only time
+	// it knows besides the times results carry (docs/design.md "Time").
+	Now time.Time `json:"now,omitzero"`
 	// Routing is the learned side and the dataplane table as a whole
 	// (docs/routes.md §9).
 	Routing Routing `json:"routing"`

@@ -141,11 +141,10 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	}
 	defer closeDP()
 	var sched *retry.Scheduler
-	clock := &settleClock{}
 	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: dpExec,
 		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal,
 		Observer:  []func(state.Action){func(a state.Action) { sched.Observe(a) }},
-		Published: []func(state.State){follow.observe, reporter.observe, clock.observe}})
+		Published: []func(state.State){follow.observe, reporter.observe}})
 	loop.Dispatch(effects.ListRoutes(ctx, dp)) // the held routes, before anything is applied (docs/routes.md §9.6)
 	sched = retry.New(loop.Dispatch, nil, nil)
 	defer sched.Stop()
@@ -169,9 +168,6 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 			log.Error("best-path watch ended", "error", err)
 		}
 	}()
-	ticker := time.NewTicker(tickEvery)
-	defer ticker.Stop()
-	go clock.run(ctx, ticker.C, loop.Dispatch) // time enters as Tick (docs/routes.md §9.6)
 	if dp != nil && f.rescan > 0 {
 		go rescanEvery(ctx, f.rescan, loop.Dispatch) // docs/routes.md §9.7 rule 6
 	}
