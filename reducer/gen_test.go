@@ -80,6 +80,9 @@ func (g *gen) options() state.Options {
 	if g.chance(20) {
 		o.ExtraFamilies = []string{"ipv4-srpolicy", "l3vpn-ipv6-unicast"}
 	}
+	if g.chance(70) {
+		o.RouteRescan = state.Duration{Duration: 30 * time.Second}
+	}
 	if g.chance(50) {
 		o.RouteSettleMax = state.Duration{Duration: time.Duration(1+g.c.IntN(600)) * time.Second}
 	}
@@ -161,8 +164,8 @@ func (g *gen) action(s state.State) state.Action {
 // 6): mostly the table's routes, some missing or changed, a stray one,
 // sometimes for a stale rescan or a failed listing.
 func (g *gen) rescan(s state.State) state.Action {
-	if g.chance(40) {
-		return state.RescanDue{}
+	if g.chance(40) { // the alarm of a rescan, or too early for one
+		return state.Tick{At: s.Routing.RescanAt.Add(time.Duration(g.c.IntN(3)-1) * time.Second)}
 	}
 	a := state.RoutesRescanned{Seq: s.Routing.Rescan, Dataplane: g.pick("linux", "linux", "vpp", "none")}
 	if g.chance(15) {

@@ -67,8 +67,6 @@ func Reduce(s state.State, a state.Action) state.State {
 		t.tick(a)
 	case state.RoutesListed:
 		t.routesListed(a)
-	case state.RescanDue:
-		t.rescanDue()
 	case state.RoutesRescanned:
 		t.routesRescanned(a)
 	default:

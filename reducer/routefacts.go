@@ -94,12 +94,13 @@ func (t *tx) endOfRIB(a state.EndOfRIBReceived) {
 	r.EOR = r.WithEOR(a.Neighbor, a.Family)
 }
 
-// tick moves the reducer's clock (docs/design.md "Time"): what is due at
-// the new time is done by the step's end (the settling, checkSettled).
+// tick moves the reducer's clock (docs/design.md "Time") and does what is
+// due: a rescan, and by the step's end the settling (checkSettled).
 func (t *tx) tick(a state.Tick) {
 	if a.At.After(t.s.Now) {
 		t.s.Now = a.At
 	}
+	t.rescanDue()
 }
 
 // routesListed makes the dataplane's own routes the held set, once
@@ -173,6 +174,7 @@ func (t *tx) goLive() {
 // routes are settled (docs/routes.md §9.6 rule 3); until then it keeps
 // the settle deadline, when a time limit of settling runs out.
 func (t *tx) checkSettled() {
+	defer t.rescanClock()
 	r := &t.s.Routing
 	if r.Settled || !t.s.RoutesReady() || t.s.Server == (state.Server{}) {
 		r.SettleAt = time.Time{}

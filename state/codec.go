@@ -31,7 +31,6 @@ var actionTypes = map[string]func() Action{
 	"md5FailuresObserved":   func() Action { return &MD5FailuresObserved{} },
 	"kernelLimitsObserved":  func() Action { return &KernelLimitsObserved{} },
 	"routesListed":          func() Action { return &RoutesListed{} },
-	"rescanDue":             func() Action { return &RescanDue{} },
 	"routesRescanned":       func() Action { return &RoutesRescanned{} },
 	"tableRouteApplied":     func() Action { return &TableRouteApplied{} },
 	"tableRouteApplyFailed": func() Action { return &TableRouteApplyFailed{} },

@@ -98,12 +98,6 @@ type TableRouteApplyFailed struct {
 	Error  string       `json:"error"`
 }
 
-// RescanDue: the rescan timer fired (--route-rescan): time to compare the
-// dataplane with the route table again (docs/routes.md §9.7 rule 6).
-type RescanDue struct {
-	At time.Time `json:"at,omitzero"`
-}
-
 // RoutesRescanned: the dataplane executor listed the routes it owns again,
 // for the rescan Seq (docs/routes.md §9.7 rule 6). Routes are normal and
 // sorted by prefix; Error is set, and Routes empty, when the listing
@@ -116,7 +110,6 @@ type RoutesRescanned struct {
 }
 
 func (RoutesListed) ActionName() string          { return "routesListed" }
-func (RescanDue) ActionName() string             { return "rescanDue" }
 func (RoutesRescanned) ActionName() string       { return "routesRescanned" }
 func (TableRouteApplied) ActionName() string     { return "tableRouteApplied" }
 func (TableRouteApplyFailed) ActionName() string { return "tableRouteApplyFailed" }

@@ -149,6 +149,10 @@ type Routing struct {
 	// EOR lists "ADDRESS FAMILY" of the End-of-RIBs received by this
 	// speaker generation, sorted.
 	EOR []string `json:"eor,omitempty"`
+	// RescanAt is when the next rescan is due (§9.7 rule 6): every
+	// Options.RouteRescan once settled; zero while not settled or with
+	// rescans off.
+	RescanAt time.Time `json:"rescanAt,omitzero"`
 	// Rescan counts the rescans asked of the dataplane (§9.7 rule 6),
 	// Rescanned the last one whose listing arrived; one at a time.
 	Rescan    uint64 `json:"rescan,omitempty"`

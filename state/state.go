@@ -46,6 +46,11 @@ type Options struct {
 	// RouteSettleMax is the longest the sweep of held routes waits after the
 	// server start (docs/routes.md §9.6 rule 3; --route-settle-max, 240 s).
 	RouteSettleMax Duration `json:"routeSettleMax,omitzero"`
+	// RouteRescan is how often, once the routes are settled, the dataplane
+	// lists its own routes again to be compared with the table
+	// (docs/routes.md §9.7 rule 6; --route-rescan, 30 s; zero: never, and
+	// never with --dataplane none).
+	RouteRescan Duration `json:"routeRescan,omitzero"`
 }
 
 // Server is the embedded speaker's global config; zero before this node

@@ -141,7 +141,11 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	}
 	defer closeDP()
 	var sched *retry.Scheduler
-	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: dpExec,
+	opts := f.opts()
+	if dp != nil { // docs/routes.md §9.7 rule 6: not with --dataplane none
+		opts.RouteRescan = state.Duration{Duration: f.rescan}
+	}
+	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, opts), Speaker: speaker, VPP: dpExec,
 		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal,
 		Observer:  []func(state.Action){func(a state.Action) { sched.Observe(a) }},
 		Published: []func(state.State){follow.observe, reporter.observe}})
@@ -168,9 +172,6 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 			log.Error("best-path watch ended", "error", err)
 		}
 	}()
-	if dp != nil && f.rescan > 0 {
-		go rescanEvery(ctx, f.rescan, loop.Dispatch) // docs/routes.md §9.7 rule 6
-	}
 	go func() {
 		if err := src.Run(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
 			log.Error("source ended", "error", err)
