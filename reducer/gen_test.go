@@ -587,8 +587,9 @@ func (g *gen) result(s state.State) state.Action {
 		return state.PeerApplied{Address: addr, Gen: gen, At: at}
 	case 3:
 		return state.PeerApplyFailed{Address: addr, Gen: gen, Error: fmt.Sprintf("add peer %s: boom", addr), At: at}
-	case 4:
-		return state.RetryDue{Address: addr, Gen: gen, At: at}
+	case 4: // the alarm of the first retry, or too early for it
+		d, _ := s.FirstRetry()
+		return state.Tick{At: d.At.Add(time.Duration(g.c.IntN(3)-1) * time.Millisecond)}
 	case 5:
 		return state.TableRouteApplied{Prefix: netip.PrefixFrom(addr, addr.BitLen()), Gen: gen, Skipped: g.chance(50)}
 	case 6:

@@ -65,6 +65,7 @@ func Reduce(s state.State, a state.Action) state.State {
 		t.endOfRIB(a)
 	case state.Tick:
 		t.tick(a)
+		t.fireRetries()
 	case state.RoutesListed:
 		t.routesListed(a)
 	case state.RoutesRescanned:
@@ -138,6 +139,7 @@ func (t *tx) finish() state.State {
 	all := t.allPaths
 	t.derivePaths()
 	t.routesDone(all)
+	t.dropStaleRetries()
 	return t.s
 }
 

@@ -193,7 +193,7 @@ func (t *tx) checkSettled() {
 		c := *e
 		c.Held = nil
 		t.s.Routing.Seq++
-		c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0
+		c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry, c.RetryAt = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0, time.Time{}
 		t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 		return true
 	})
@@ -299,7 +299,8 @@ func (t *tx) writeRoute(e pmap.Edit[*state.TableRoute]) {
 }
 
 // tableRouteFailed: failed routes are data (docs/routes.md §9.7 rule 3):
-// phase, attempts and last error, and a problem, until the retry.
+// phase, attempts and last error, and a problem, until the retry, due
+// after the backoff of the attempts.
 func (t *tx) tableRouteFailed(a state.TableRouteApplyFailed) {
 	k := state.PrefixKey(a.Prefix.Masked())
 	e, ok := t.s.Out.Routes.Get(k)
@@ -309,19 +310,17 @@ func (t *tx) tableRouteFailed(a state.TableRouteApplyFailed) {
 	c := *e
 	c.Phase, c.LastError = state.RoutePhaseFailed, a.Error
 	c.Attempts++
+	c.RetryAt = t.retryAt(state.RetryRoute, k, c.Attempts, a.At)
 	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 	t.setProblems(routeFailBucket(k), []state.Problem{{Object: routeObject(c.Prefix), Reason: a.Error}})
 }
 
-// routeRetry: the backoff of a failed route ran out; Diff makes the call again.
-func (t *tx) routeRetry(a state.RetryDue) {
-	k := state.PrefixKey(a.Prefix.Masked())
-	e, ok := t.s.Out.Routes.Get(k)
-	if !ok || e.Gen != a.Gen || e.Phase != state.RoutePhaseFailed {
-		return
-	}
+// routeRetry: the backoff of the failed route k ran out; Diff makes the
+// call again.
+func (t *tx) routeRetry(k string) {
+	e, _ := t.s.Out.Routes.Get(k)
 	c := *e
 	c.Retry++
-	c.Phase = state.RoutePhasePending
+	c.Phase, c.RetryAt = state.RoutePhasePending, time.Time{}
 	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 }

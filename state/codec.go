@@ -23,7 +23,6 @@ var actionTypes = map[string]func() Action{
 	"inputProblemsReported": func() Action { return &InputProblemsReported{} },
 	"peerApplied":           func() Action { return &PeerApplied{} },
 	"peerApplyFailed":       func() Action { return &PeerApplyFailed{} },
-	"retryDue":              func() Action { return &RetryDue{} },
 	"sessionStateChanged":   func() Action { return &SessionStateChanged{} },
 	"serverApplied":         func() Action { return &ServerApplied{} },
 	"serverApplyFailed":     func() Action { return &ServerApplyFailed{} },

@@ -13,8 +13,14 @@ type Dump struct {
 	Node   string `json:"node"`
 	Synced []Kind `json:"synced"`
 	Server Server `json:"server"`
-	// Now is the reducer's clock: the time of the last Tick.
+	// ServerAttempts and ServerRetryAt: the server's failures to start
+	// since it last started, and when its retry comes due.
+	ServerAttempts int       `json:"serverAttempts,omitempty"`
+	ServerRetryAt  time.Time `json:"serverRetryAt,omitzero"`
+	// Now is the reducer's clock: the time of the last Tick. Retries
+	// counts the retries that came due.
 	Now       time.Time      `json:"now,omitzero"`
+	Retries   uint64         `json:"retries,omitempty"`
 	Objects   map[string]int `json:"objects"`
 	Watches   []string       `json:"watches"`
 	Neighbors []*Neighbor    `json:"neighbors"`
@@ -48,6 +54,7 @@ type AdvertisedPath struct {
 func (s State) Dump() Dump {
 	d := Dump{
 		Node: s.Node, Server: s.Server, Now: s.Now, Synced: []Kind{},
+		ServerAttempts: s.ServerAttempts, ServerRetryAt: s.ServerRetryAt, Retries: s.Retries,
 		Watches: s.Out.Watches.Keys(), Neighbors: []*Neighbor{}, Sessions: []*Session{},
 		Objects: map[string]int{
 			"bgppeers": s.Inputs.Peers.Len(), "bgpconfigurations": s.Inputs.Configs.Len(),

@@ -94,9 +94,11 @@ type TableRoute struct {
 	Phase        RoutePhase `json:"phase,omitempty"`
 	Attempts     int        `json:"attempts,omitempty"`
 	LastError    string     `json:"lastError,omitempty"`
-	// Retry is bumped by a RetryDue for the prefix while it failed: a
-	// one-shot request Diff turns into the call again.
-	Retry uint64 `json:"retry,omitempty"`
+	// Retry is bumped when the retry of a failed call comes due (RetryAt,
+	// set with each failure by the backoff of Attempts; zero unless
+	// failed): a one-shot request Diff turns into the call again.
+	Retry   uint64    `json:"retry,omitempty"`
+	RetryAt time.Time `json:"retryAt,omitzero"`
 }
 
 // Wanted reports whether the entry has a desired route.

@@ -70,10 +70,15 @@ type State struct {
 	Seq    uint64        `json:"seq"`
 	Synced map[Kind]bool `json:"synced"`
 	Server Server        `json:"server"`
-	// ServerRetry is bumped by a RetryDue for the server (zero address)
-	// while it failed to start: a one-shot request Diff turns into a new
-	// StartServer and the re-adding of every neighbor.
-	ServerRetry uint64 `json:"serverRetry,omitempty"`
+	// ServerRetry is bumped when the retry of a server that failed to start
+	// comes due (ServerRetryAt, by the backoff of ServerAttempts, the
+	// failures since it last started): a one-shot request Diff turns into a
+	// new StartServer and the re-adding of every neighbor.
+	ServerRetry    uint64    `json:"serverRetry,omitempty"`
+	ServerAttempts int       `json:"serverAttempts,omitempty"`
+	ServerRetryAt  time.Time `json:"serverRetryAt,omitzero"`
+	// Retries counts the retries that came due (peeragent_retries_total).
+	Retries uint64 `json:"retries,omitempty"`
 	// MD5Failures is the kernel's TCP-MD5 failure count as last observed
 	// (MD5Observed: once observed at all, the baseline, which may be 0);
 	// OptmemMax is net.core.optmem_max (0: not known).

@@ -19,7 +19,6 @@ import (
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/effects/gobgp"
 	"github.com/peeragent/peeragent/effects/linux"
-	"github.com/peeragent/peeragent/effects/retry"
 	"github.com/peeragent/peeragent/effects/vpp"
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
@@ -140,18 +139,14 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		return err
 	}
 	defer closeDP()
-	var sched *retry.Scheduler
 	opts := f.opts()
 	if dp != nil { // docs/routes.md §9.7 rule 6: not with --dataplane none
 		opts.RouteRescan = state.Duration{Duration: f.rescan}
 	}
 	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, opts), Speaker: speaker, VPP: dpExec,
 		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal,
-		Observer:  []func(state.Action){func(a state.Action) { sched.Observe(a) }},
 		Published: []func(state.State){follow.observe, reporter.observe}})
 	loop.Dispatch(effects.ListRoutes(ctx, dp)) // the held routes, before anything is applied (docs/routes.md §9.6)
-	sched = retry.New(loop.Dispatch, nil, nil)
-	defer sched.Stop()
 	ln, err := net.Listen("tcp", f.httpAddr)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
