@@ -61,11 +61,20 @@ const (
 // timeouts, and at most maxAdminConns connections at a time (the others
 // wait in the kernel's backlog). It returns the server, to Close.
 func Serve(ln net.Listener, h http.Handler) *http.Server {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: adminReadTimeout,
-		WriteTimeout: adminWriteTimeout, IdleTimeout: adminIdleTimeout}
-	go srv.Serve(LimitListener(ln, maxAdminConns))
+	srv := AdminServer(h)
+	go srv.Serve(AdminListener(ln))
 	return srv
 }
+
+// AdminServer is the server of Serve, not yet serving: for a caller that
+// runs Serve(AdminListener(ln)) itself (cmd/peeragent's supervisor).
+func AdminServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: adminReadTimeout,
+		WriteTimeout: adminWriteTimeout, IdleTimeout: adminIdleTimeout}
+}
+
+// AdminListener is ln with Serve's connection cap.
+func AdminListener(ln net.Listener) net.Listener { return LimitListener(ln, maxAdminConns) }
 
 // LimitListener accepts at most n connections open at a time from ln: an
 // Accept beyond that waits until one of them is closed.

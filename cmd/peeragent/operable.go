@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -33,26 +34,31 @@ func registerOperFlags(fs *flag.FlagSet, o *operFlags) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9189", "address of the Prometheus /metrics listener, apart from --http-addr so that an in-cluster Prometheus can scrape it (only /metrics); empty: none")
 }
 
-// serveMetrics serves agent.MetricsHandler on addr until ctx ends; an
-// empty addr serves nothing. The listener is opened before it returns, so
-// a taken port is an error at start, not a log line.
-func serveMetrics(ctx context.Context, addr string, loop *agent.Loop, log *slog.Logger) (net.Addr, error) {
+// metricsPart is the part of the agent that serves agent.MetricsHandler
+// on addr; an empty addr serves nothing (no part). The listener is opened
+// before it returns, so a taken port is an error at start, not a log line.
+func metricsPart(addr string, loop *agent.Loop) (*part, net.Addr, error) {
 	if addr == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
+		return nil, nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	srv := &http.Server{Handler: agent.MetricsHandler(loop), ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
-	go func() {
-		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-			log.Error("metrics listener ended", "error", err)
+	return &part{name: "metrics listener " + addr, run: serving(srv, ln), forever: true}, ln.Addr(), nil
+}
+
+// serving runs srv on ln until ctx ends, when it closes it.
+func serving(srv *http.Server, ln net.Listener) func(context.Context) error {
+	return func(ctx context.Context) error {
+		defer context.AfterFunc(ctx, func() { srv.Close() })()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
 		}
-	}()
-	context.AfterFunc(ctx, func() { srv.Close() })
-	return ln.Addr(), nil
+		return nil
+	}
 }
 
 // flagLevel is --log-level as a level (Info if it does not parse: runCmd

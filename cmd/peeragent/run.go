@@ -151,38 +151,47 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv := agent.Serve(ln, agent.Handler(loop)) // timeouts and a connection cap
-	defer srv.Close()
-	metricsAddr, err := serveMetrics(ctx, f.metricsAddr, loop, log)
+	defer ln.Close()
+	metrics, metricsAddr, err := metricsPart(f.metricsAddr, loop)
 	if err != nil {
 		return err
 	}
-	go func() {
-		if err := speaker.WatchSessions(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
-			log.Error("session watch ended", "error", err)
-		}
-	}()
-	go func() {
-		if err := speaker.WatchLearned(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
-			log.Error("best-path watch ended", "error", err)
-		}
-	}()
-	go func() {
-		if err := src.Run(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
-			log.Error("source ended", "error", err)
-		}
-	}()
-	go (&watch.Kernel{Log: log}).Run(ctx, loop.Dispatch) // docs/semantics.md §4: MD5 failures, optmem_max
-	go reporter.run(ctx)
-	if v, ok := dpExec.(interface {
-		Run(context.Context, func(state.Action)) error
-	}); ok {
-		go v.Run(ctx, loop.Dispatch) // a Dial-made VPP executor: connects, follows VPP's restarts
+	parts := runParts(f, loop, src, speaker, dpExec, reporter, ln, log)
+	if metrics != nil {
+		parts = append(parts, *metrics)
 	}
 	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "metrics", metricsAddr, "source", sourceName(f))
-	loop.Run(ctx)
-	log.Info("peeragent stopping")
-	return nil
+	err = supervise(ctx, log, parts)
+	log.Info("peeragent stopping", "error", err)
+	return err
+}
+
+// runParts are the long-running parts of run, each started and joined by
+// supervise: the loop, the admin listener, the source and the status
+// reporter stop the agent when they fail (with a clear error, for the
+// kubelet to restart it); the speaker's watches, the kernel facts and the
+// VPP link are restarted.
+func runParts(f *runFlags, loop *agent.Loop, src source, speaker *gobgp.Executor, dpExec effects.Executor,
+	reporter *statusReporter, ln net.Listener, log *slog.Logger) []part {
+	dispatch := loop.Dispatch
+	parts := []part{
+		{name: "loop", run: func(ctx context.Context) error { loop.Run(ctx); return nil }, forever: true},
+		{name: "http listener " + ln.Addr().String(), run: serving(agent.AdminServer(agent.Handler(loop)), agent.AdminListener(ln)), forever: true},
+		{name: "source " + sourceName(f), run: func(ctx context.Context) error { return src.Run(ctx, dispatch) }, forever: true},
+		{name: "session watch", run: func(ctx context.Context) error { return speaker.WatchSessions(ctx, dispatch) }, restart: true, forever: true},
+		{name: "best-path watch", run: func(ctx context.Context) error { return speaker.WatchLearned(ctx, dispatch) }, restart: true, forever: true},
+		// docs/semantics.md §4: MD5 failures, optmem_max
+		{name: "kernel facts", run: func(ctx context.Context) error { return (&watch.Kernel{Log: log}).Run(ctx, dispatch) }, restart: true, forever: true},
+	}
+	if reporter != nil {
+		parts = append(parts, part{name: "status reporter", run: func(ctx context.Context) error { reporter.run(ctx); return nil }, forever: true})
+	}
+	if v, ok := dpExec.(interface {
+		Run(context.Context, func(state.Action)) error
+	}); ok { // a Dial-made VPP executor: connects, follows VPP's restarts
+		parts = append(parts, part{name: "vpp link", run: func(ctx context.Context) error { return v.Run(ctx, dispatch) }, restart: true})
+	}
+	return parts
 }
 
 func sourceName(f *runFlags) string {
