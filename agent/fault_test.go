@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/peeragent/peeragent/effects"
-	"github.com/peeragent/peeragent/effects/retry"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -32,7 +32,7 @@ func (f *flakySpeaker) Execute(ctx context.Context, effs []effects.Effect) []sta
 		k := e.Address().String()
 		if ok && f.failed[k] < f.failures {
 			f.failed[k]++
-			out = append(out, state.PeerApplyFailed{Address: add.Neighbor.Address, Gen: add.Gen,
+			out = append(out, state.PeerApplyFailed{Address: add.Neighbor.Address, Gen: add.Gen, At: time.Now(),
 				Error: fmt.Sprintf("add peer %s (AS %d): %v", k, add.Neighbor.PeerASN, errors.New("injected fault"))})
 			continue
 		}
@@ -44,12 +44,8 @@ func (f *flakySpeaker) Execute(ctx context.Context, effs []effects.Effect) []sta
 
 func TestFailedCallsAreRetriedUntilApplied(t *testing.T) {
 	sp := &flakySpeaker{failures: 3, failed: map[string]int{}}
-	var sched *retry.Scheduler
 	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp,
-		Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger(),
-		Observer: []func(state.Action){func(a state.Action) { sched.Observe(a) }}})
-	sched = retry.New(l.Dispatch, func() float64 { return 0.5 }, nil)
-	defer sched.Stop()
+		Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()

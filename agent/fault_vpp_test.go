@@ -17,7 +17,6 @@ import (
 	"go.fd.io/govpp/core"
 
 	"github.com/peeragent/peeragent/effects"
-	"github.com/peeragent/peeragent/effects/retry"
 	"github.com/peeragent/peeragent/effects/vpp"
 	"github.com/peeragent/peeragent/state"
 )
@@ -80,12 +79,8 @@ func TestVPPErrorsAreRetriedUntilApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sched *retry.Scheduler
 	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: &fakeSpeaker{},
-		VPP: exec, Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger(),
-		Observer: []func(state.Action){func(a state.Action) { sched.Observe(a) }}})
-	sched = retry.New(l.Dispatch, func() float64 { return 0.5 }, nil)
-	defer sched.Stop()
+		VPP: exec, Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()

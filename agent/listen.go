@@ -37,17 +37,24 @@ const (
 // closed when a new one takes the last place, and read-header, read, write
 // and idle timeouts. It returns the server, to Close.
 func Serve(ln net.Listener, h http.Handler, maxConns int) *http.Server {
-	srv, _ := serve(ln, h, maxConns)
+	srv, lln, _ := server(ln, h, maxConns)
+	go srv.Serve(lln)
 	return srv
 }
 
-func serve(ln net.Listener, h http.Handler, maxConns int) (*http.Server, *evictor) {
+// Server is Serve's server and capped listener, not yet serving: for a
+// caller that runs srv.Serve(ln) itself (cmd/peeragent's supervisor).
+func Server(ln net.Listener, h http.Handler, maxConns int) (*http.Server, net.Listener) {
+	srv, lln, _ := server(ln, h, maxConns)
+	return srv, lln
+}
+
+func server(ln net.Listener, h http.Handler, maxConns int) (*http.Server, net.Listener, *evictor) {
 	maxConns = max(maxConns, MinMaxConns)
 	ev := &evictor{max: maxConns, conns: map[net.Conn]connEntry{}, now: time.Now}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: headerTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, ConnState: ev.connState}
-	go srv.Serve(netutil.LimitListener(ln, maxConns))
-	return srv, ev
+	return srv, netutil.LimitListener(ln, maxConns), ev
 }
 
 // evictor follows a server's open connections through ConnState and

@@ -23,7 +23,7 @@ func TestServeServesPastIdleConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	const maxConns = 4
-	srv, ev := serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }), maxConns)
+	srv, ev := serveForTest(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }), maxConns)
 	defer srv.Close()
 	addr := ln.Addr().String()
 	var held []net.Conn
@@ -82,7 +82,7 @@ func TestServeNeverEvictsARequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
-	srv, ev := serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, ev := serveForTest(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			<-release
 		}
@@ -145,4 +145,11 @@ func TestServeNeverEvictsARequest(t *testing.T) {
 	if ev.evicted != 0 {
 		t.Errorf("%d connections closed for new ones, want 0", ev.evicted)
 	}
+}
+
+// serveForTest is Serve with its evictor, for the tests that count evictions.
+func serveForTest(ln net.Listener, h http.Handler, maxConns int) (*http.Server, *evictor) {
+	srv, lln, ev := server(ln, h, maxConns)
+	go srv.Serve(lln)
+	return srv, ev
 }

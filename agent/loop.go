@@ -40,6 +40,7 @@ type Loop struct {
 	svcs    ServiceWatcher
 	observe []func(state.Action) // e.g. the retry scheduler
 	publish []func(state.State)
+	alarm   *alarm // the executor of effects.Alarm
 
 	work     chan []effects.Effect
 	ready    atomic.Bool // every source synced and the first effects applied
@@ -97,6 +98,7 @@ func NewLoop(cfg LoopConfig) *Loop {
 	l.metrics.stateChanged(state.State{}, s)
 	l.metrics.Watch(l.State)
 	l.inspector, _ = cfg.Speaker.(effects.Inspector)
+	l.alarm = newAlarm(l.Dispatch, time.Now)
 	return l
 }
 
@@ -120,11 +122,13 @@ func (l *Loop) Metrics() *Metrics { return l.metrics }
 func (l *Loop) Pending() int64 { return l.pendingQ.Load() }
 
 // Run reduces actions until ctx ends. Whatever is queued when it wakes is
-// reduced as one batch and diffed once.
+// reduced as one batch and diffed once. The alarm rings while it runs.
 func (l *Loop) Run(ctx context.Context) {
 	done := make(chan struct{})
 	go l.runEffects(ctx, done)
 	defer func() { close(l.work); <-done }()
+	defer l.alarm.stop()
+	l.alarm.set(l.State().Deadline())
 	for {
 		select {
 		case <-ctx.Done():
@@ -166,7 +170,10 @@ func (l *Loop) step(batch []state.Action) {
 		}
 	}
 	t1 := time.Now()
-	effs := effects.Diff(prev, s)
+	effs, at, alarm := takeAlarm(effects.Diff(prev, s))
+	if alarm {
+		l.alarm.set(at)
+	}
 	l.metrics.reduced(t1.Sub(t0), time.Since(t1))
 	l.metrics.stateChanged(prev, s)
 	l.cur.Store(&s)

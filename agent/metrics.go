@@ -21,7 +21,6 @@ type Metrics struct {
 	reduce   prometheus.Histogram
 	diff     prometheus.Histogram
 	effects  *prometheus.CounterVec
-	retries  prometheus.Counter
 	flaps    prometheus.Counter
 	routes   *routeCounts
 }
@@ -40,8 +39,6 @@ func NewMetrics() *Metrics {
 		effects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "peeragent_effects_total",
 			Help: "Effects by effect kind (add-peer, set-policy, ...) and result: issued, then applied, failed or skipped."},
 			[]string{"kind", "result"}),
-		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "peeragent_retries_total",
-			Help: "Retries that came due after a failed effect."}),
 		flaps: prometheus.NewCounter(prometheus.CounterOpts{Name: "peeragent_session_flaps_total",
 			Help: "Times a session left Established, over every neighbor this process has had."}),
 		routes: newRouteCounts(),
@@ -49,7 +46,7 @@ func NewMetrics() *Metrics {
 	bi := prometheus.NewGauge(prometheus.GaugeOpts{Name: buildinfo.MetricName, Help: buildinfo.MetricHelp,
 		ConstLabels: buildinfo.Read().Labels()})
 	bi.Set(1)
-	m.Registry.MustRegister(m.actions, m.reduce, m.diff, m.effects, m.retries, m.flaps, bi,
+	m.Registry.MustRegister(m.actions, m.reduce, m.diff, m.effects, m.flaps, bi,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -59,9 +56,6 @@ func (m *Metrics) action(a state.Action) { m.actionN(a, 1) }
 // actionN counts n actions of a's kind.
 func (m *Metrics) actionN(a state.Action, n int) {
 	m.actions.WithLabelValues(a.ActionName()).Add(float64(n))
-	if _, ok := a.(state.RetryDue); ok {
-		m.retries.Add(float64(n))
-	}
 }
 
 // sessionChanged counts the flaps one action caused, from the session
@@ -107,6 +101,7 @@ var (
 	neighborsSum  = prometheus.NewDesc("peeragent_desired_neighbors", "Neighbors this node must have (held back ones included).", nil, nil)
 	tableDesc     = prometheus.NewDesc("peeragent_route_table_entries",
 		"Route table entries (docs/routes.md §9.7) by phase of their dataplane call.", []string{"phase"}, nil)
+	retriesDesc = prometheus.NewDesc("peeragent_retries_total", "Retries that came due after a failed effect.", nil, nil)
 	repairsDesc = prometheus.NewDesc("peeragent_route_repairs_total",
 		"Routes a rescan found missing, different or unknown in the dataplane, applied or removed again (docs/routes.md §9.7 rule 6).", nil, nil)
 	advertisedDesc = prometheus.NewDesc("peeragent_own_paths",
@@ -129,6 +124,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- tableDesc
 	ch <- repairsDesc
 	ch <- advertisedDesc
+	ch <- retriesDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -159,6 +155,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(repairsDesc, prometheus.CounterValue, float64(s.Routing.Repairs))
 	ch <- prometheus.MustNewConstMetric(advertisedDesc, prometheus.GaugeValue, float64(s.Out.Advertised.Len()))
+	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(s.Retries))
 }
 
 func problemKind(object string) string {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -83,8 +84,8 @@ func (k routeKey) less(o routeKey) bool {
 
 // ApplyRoutes carries out the ReplaceRoute and RemoveRoute effects of effs
 // on dp, in order, and returns one TableRouteApplied or
-// TableRouteApplyFailed per (prefix, generation), in the order they first
-// appear, then one RoutesRescanned per RescanRoutes (listed at its place
+// TableRouteApplyFailed (stamped with the time) per (prefix, generation),
+// in the order they first appear, then one RoutesRescanned per RescanRoutes (listed at its place
 // among the calls); other effects are ignored. A failure never stops the
 // other routes. A nil dp (--dataplane none) applies nothing and reports
 // every route as skipped.
@@ -140,9 +141,10 @@ func ApplyRoutes(ctx context.Context, dp Dataplane, effs []Effect) []state.Actio
 		}
 	}
 	out := make([]state.Action, 0, len(order))
+	now := time.Now()
 	for i, k := range order {
 		if errs := failures[i]; len(errs) > 0 {
-			out = append(out, state.TableRouteApplyFailed{Prefix: k.prefix, Gen: k.gen, Error: strings.Join(errs, "; ")})
+			out = append(out, state.TableRouteApplyFailed{Prefix: k.prefix, Gen: k.gen, Error: strings.Join(errs, "; "), At: now})
 			continue
 		}
 		out = append(out, state.TableRouteApplied{Prefix: k.prefix, Gen: k.gen, Skipped: dp == nil})

@@ -9,8 +9,14 @@ import (
 
 // Diff returns the effects that take the world from prev to next, in a
 // fixed order: secret and service watches, the server, then per address (ascending)
-// the neighbor's effects in dependency order, and a server stop last.
+// the neighbor's effects in dependency order, a server stop, and last the
+// alarm when the earliest deadline changed.
 func Diff(prev, next state.State) []Effect {
+	return append(calls(prev, next), alarmEffect(prev, next)...)
+}
+
+// calls are Diff's effects but the alarm.
+func calls(prev, next state.State) []Effect {
 	out := watchEffects(prev, next)
 	if !next.AllSynced() {
 		return out

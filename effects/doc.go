@@ -15,6 +15,9 @@
 //     and add-paths before the neighbors, delete-paths, set removals and
 //     reset-outs after them; on a (re)started speaker every path goes in
 //     before the first neighbor.
+//   - The last effect of a step is an Alarm when the State's earliest
+//     deadline (state.State.Deadline) changed: the agent's one timer, which
+//     rings as a Tick (docs/design.md "Time").
 //   - The executors live in sub-packages (effects/gobgp, effects/vpp,
 //     effects/linux); this package imports neither GoBGP, govpp nor
 //     netlink. It holds the Dataplane interface the route executors share.

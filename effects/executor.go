@@ -18,7 +18,8 @@ type Executor interface {
 }
 
 // Group splits effects between the speaker and the dataplane, keeping
-// their order. Secret and service watches go to neither: the watch layer handles them.
+// their order. Secret and service watches and the alarm go to neither:
+// the watch layer and the agent's alarm handle them (the third list).
 func Group(effs []Effect) (speaker, dataplane, watches []Effect) {
 	for _, e := range effs {
 		switch k := e.Ref().Kind; {

@@ -31,6 +31,7 @@ const (
 	KindWatchServices
 	KindUnwatchServices
 	KindRescanRoutes
+	KindAlarm
 )
 
 var kindNames = [...]string{
@@ -41,7 +42,7 @@ var kindNames = [...]string{
 	KindReplaceRoute: "route-replace", KindRemoveRoute: "route-remove",
 	KindAddPath: "add-path", KindDeletePath: "delete-path", KindSetAdd: "set-add", KindSetDel: "set-del",
 	KindResetOut: "reset-out", KindWatchServices: "watch-services", KindUnwatchServices: "unwatch-services",
-	KindRescanRoutes: "route-rescan",
+	KindRescanRoutes: "route-rescan", KindAlarm: "alarm",
 }
 
 // Kinds lists every kind, in declaration order.
@@ -80,9 +81,10 @@ func (k *Kind) UnmarshalText(b []byte) error {
 }
 
 // Speaker reports whether the GoBGP executor carries out the kind (the
-// dataplane executor carries out routes; the watch layer, secret watches).
+// dataplane executor carries out routes; the watch layer, secret watches;
+// the agent's alarm, alarms).
 func (k Kind) Speaker() bool {
-	return !k.Dataplane() && !k.Watch()
+	return !k.Dataplane() && !k.Watch() && k != KindAlarm
 }
 
 // Watch reports whether the watch layer carries the effect out (secret

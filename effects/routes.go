@@ -9,7 +9,7 @@ import (
 // §10): one route-replace or route-remove per route table entry whose
 // call is due (phase pending) under a new generation or a retry, at most
 // one per prefix, in prefix order, then a route-rescan when one was asked
-// (§9.7 rule 6). Nothing before the gating sources and the dataplane
+// (§9.7 rule 6, at the rescan deadline). Nothing before the gating sources and the dataplane
 // listing are in; then every entry that is due, once (adopted routes cost
 // no call, docs/routes.md §9.6 rule 2).
 func routeEffects(prev, next state.State) []Effect {

@@ -141,14 +141,6 @@ func Describe(a state.Action) string {
 		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
 	case state.PeerApplyFailed:
 		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
-	case state.RetryDue:
-		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
-		switch {
-		case a.Prefix.IsValid():
-			id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
-		case !a.Address.IsValid():
-			id = "server"
-		}
 	case state.TableRouteApplied:
 		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
 	case state.TableRouteApplyFailed:
@@ -167,7 +159,7 @@ func Describe(a state.Action) string {
 	case state.EndOfRIBReceived:
 		id = fmt.Sprintf("%s %s gen=%d", a.Neighbor, a.Family, a.Gen)
 	case state.Tick:
-		id = a.At.UTC().Format(time.RFC3339)
+		id = a.At.UTC().Format(time.RFC3339Nano)
 	case state.RoutesRescanned:
 		id = fmt.Sprintf("seq=%d %s", a.Seq, a.Dataplane)
 	case state.SessionStateChanged:

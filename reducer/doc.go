@@ -16,4 +16,11 @@
 //     looplab/fsm table of §6 (Lifecycle, Mermaid), driven by the results
 //     the executors report back, each carrying the generation it was
 //     computed for so that stale results are dropped.
+//   - Time is state (docs/design.md "Time"): the reducer keeps its
+//     deadlines (the settle deadline, routing.settleAt; the next rescan,
+//     routing.rescanAt; each failed call's retry, retries.go, with the
+//     backoff of backoff.go) from the times the
+//     facts carry and the At of the last Tick (State.Now); a Tick does what
+//     is due at its time. State.Deadline is the earliest, which Diff turns
+//     into the agent's alarm.
 package reducer

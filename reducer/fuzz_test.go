@@ -12,7 +12,7 @@ const maxFuzzActions = 150
 
 // FuzzReduce reads the input as the generator's choices, one byte each:
 // the first says whether executor and speaker results (peerApplied,
-// peerApplyFailed, retryDue, route results, sessionStateChanged, with
+// peerApplyFailed, ticks, route results, sessionStateChanged, with
 // generations taken from the current sessions) are mixed in, the next
 // ones pick the options, then the actions, until the bytes run out. Every
 // step must neither panic, modify its input nor leak a password; at the

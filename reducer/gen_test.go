@@ -80,6 +80,12 @@ func (g *gen) options() state.Options {
 	if g.chance(20) {
 		o.ExtraFamilies = []string{"ipv4-srpolicy", "l3vpn-ipv6-unicast"}
 	}
+	if g.chance(70) {
+		o.RouteRescan = state.Duration{Duration: 30 * time.Second}
+	}
+	if g.chance(50) {
+		o.RouteSettleMax = state.Duration{Duration: time.Duration(1+g.c.IntN(600)) * time.Second}
+	}
 	return o
 }
 
@@ -158,8 +164,8 @@ func (g *gen) action(s state.State) state.Action {
 // 6): mostly the table's routes, some missing or changed, a stray one,
 // sometimes for a stale rescan or a failed listing.
 func (g *gen) rescan(s state.State) state.Action {
-	if g.chance(40) {
-		return state.RescanDue{}
+	if g.chance(40) { // the alarm of a rescan, or too early for one
+		return state.Tick{At: s.Routing.RescanAt.Add(time.Duration(g.c.IntN(3)-1) * time.Second)}
 	}
 	a := state.RoutesRescanned{Seq: s.Routing.Rescan, Dataplane: g.pick("linux", "linux", "vpp", "none")}
 	if g.chance(15) {
@@ -572,13 +578,18 @@ func (g *gen) result(s state.State) state.Action {
 		gen = gen + 1 - uint64(g.c.IntN(3))
 	}
 	at := time.Unix(1_700_000_000+int64(g.c.IntN(1000)), 0).UTC()
-	switch g.c.IntN(8) {
+	switch g.c.IntN(10) {
+	case 7:
+		return state.ServerApplied{Server: s.Server, At: at}
+	case 8:
+		return state.Tick{At: at.Add(time.Duration(g.c.IntN(300)) * time.Second)}
 	case 0, 1, 2:
 		return state.PeerApplied{Address: addr, Gen: gen, At: at}
 	case 3:
 		return state.PeerApplyFailed{Address: addr, Gen: gen, Error: fmt.Sprintf("add peer %s: boom", addr), At: at}
-	case 4:
-		return state.RetryDue{Address: addr, Gen: gen, At: at}
+	case 4: // the alarm of the first retry, or too early for it
+		d, _ := s.FirstRetry()
+		return state.Tick{At: d.At.Add(time.Duration(g.c.IntN(3)-1) * time.Millisecond)}
 	case 5:
 		return state.TableRouteApplied{Prefix: netip.PrefixFrom(addr, addr.BitLen()), Gen: gen, Skipped: g.chance(50)}
 	case 6:

@@ -3,6 +3,7 @@ package reducer
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/looplab/fsm"
 
@@ -106,7 +107,7 @@ func (t *tx) step(k string, old, n *state.Neighbor) {
 		ev, op = evConfigure, state.OpAdd
 	}
 	t.s.Seq++
-	s.Gen, s.Op, s.Retry = t.s.Seq, op, 0
+	s.Gen, s.Op, s.Retry, s.RetryAt = t.s.Seq, op, 0, time.Time{}
 	if s.MD5FailuresSeen { // a new config (a new password) starts afresh
 		s.MD5FailuresSeen = false
 		t.setProblems("md5/"+k, nil)
@@ -115,8 +116,12 @@ func (t *tx) step(k string, old, n *state.Neighbor) {
 	t.s.Out.Sessions = t.s.Out.Sessions.Set(k, s)
 }
 
+// move fires ev on the session; leaving failed drops its retry.
 func (t *tx) move(s *state.Session, ev string) {
 	if next, ok := fire(s.Phase, ev); ok && next != s.Phase {
+		if s.Phase == pFail {
+			s.RetryAt = time.Time{}
+		}
 		s.Phase = next
 		if !t.at.IsZero() {
 			s.Since = t.at

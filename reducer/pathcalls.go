@@ -2,6 +2,7 @@ package reducer
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -58,22 +59,20 @@ func (t *tx) pathFailed(a state.PathApplyFailed) {
 	t.currentPathCall(a.Prefix, a.Gen, func(k string, c *state.PathCall) {
 		c.Phase, c.LastError = state.RoutePhaseFailed, a.Error
 		c.Attempts++
+		c.RetryAt = t.retryAt(state.RetryPath, k, c.Attempts, a.At)
 		t.s.Out.PathCalls = t.s.Out.PathCalls.Set(k, c)
 		t.setProblems(pathFailBucket(k), []state.Problem{{Object: "path/" + c.Prefix.String(), Reason: a.Error}})
 	})
 }
 
-// pathRetry: the backoff of a failed path call ran out; Diff makes the
-// call again.
-func (t *tx) pathRetry(a state.RetryDue) {
-	t.currentPathCall(a.Prefix, a.Gen, func(k string, c *state.PathCall) {
-		if c.Phase != state.RoutePhaseFailed {
-			return
-		}
-		c.Retry++
-		c.Phase = state.RoutePhasePending
-		t.s.Out.PathCalls = t.s.Out.PathCalls.Set(k, c)
-	})
+// pathRetry: the backoff of the failed path call k ran out; Diff makes
+// the call again.
+func (t *tx) pathRetry(k string) {
+	cur, _ := t.s.Out.PathCalls.Get(k)
+	c := *cur
+	c.Retry++
+	c.Phase, c.RetryAt = state.RoutePhasePending, time.Time{}
+	t.s.Out.PathCalls = t.s.Out.PathCalls.Set(k, &c)
 }
 
 func pathFailBucket(prefixKey string) string { return "pathfail/" + prefixKey }

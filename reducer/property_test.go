@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
@@ -110,6 +111,9 @@ func playChecked(opts state.Options, next feed, history, perStep bool) ([]state.
 		nsnap := snapshot(n)
 		if leak := leaked(dumpOf(nsnap), effs); leak != "" {
 			return acts, &failure{i, "leak", leak}
+		}
+		if bad := checkRetries(n); bad != "" {
+			return acts, &failure{i, "retries", bad}
 		}
 		s, before = n, nsnap
 	}
@@ -224,6 +228,7 @@ func snapshot(s state.State) string {
 	rangeText(&b, "service", in.Services, func(e *state.ServiceEntry) string { return fmt.Sprint(e.Gives) })
 	rangeText(&b, "slices-by-service", idx.SlicesByService, func(n string) string { return n })
 	fmt.Fprintf(&b, "service-ranges: %+v watch: %v\n", idx.ServiceRanges, s.Out.ServiceWatch)
+	rangeText(&b, "retries", idx.Retries, func(d state.Due) string { return fmt.Sprint(d) })
 	return b.String()
 }
 
@@ -453,4 +458,39 @@ func describe(acts []state.Action) string {
 		fmt.Fprintf(&b, "%3d - %s\n", i, j)
 	}
 	return b.String()
+}
+
+// checkRetries: every pending retry (a failed record's RetryAt) is in the
+// retry index, no record that has not failed keeps one, and the first
+// entry of the index is a pending retry, so State.Deadline is not a stale
+// one (docs/design.md "Time").
+func checkRetries(s state.State) string {
+	var bad []string
+	check := func(kind, key string, failed bool, at time.Time) {
+		d := state.Due{At: at, Kind: kind, Key: key}
+		switch _, indexed := s.Index.Retries.Get(state.DueKey(d)); {
+		case !at.IsZero() && !failed:
+			bad = append(bad, fmt.Sprintf("%s %s keeps retryAt %v but has not failed", kind, key, at))
+		case !at.IsZero() && !indexed:
+			bad = append(bad, fmt.Sprintf("%s %s retries at %v, not in the index", kind, key, at))
+		}
+	}
+	s.Out.Sessions.Range(func(k string, x *state.Session) bool {
+		check(state.RetryPeer, k, x.Phase == state.PhaseFailed, x.RetryAt)
+		return true
+	})
+	s.Out.Routes.Range(func(k string, e *state.TableRoute) bool {
+		check(state.RetryRoute, k, e.Phase == state.RoutePhaseFailed, e.RetryAt)
+		return true
+	})
+	s.Out.PathCalls.Range(func(k string, c *state.PathCall) bool {
+		check(state.RetryPath, k, c.Phase == state.RoutePhaseFailed, c.RetryAt)
+		return true
+	})
+	_, failed := s.Out.Problems.Get("server")
+	check(state.RetryServer, "", failed, s.ServerRetryAt)
+	if d, ok := s.FirstRetry(); ok && !(&tx{s: s}).pendingRetry(d) {
+		bad = append(bad, fmt.Sprintf("the first retry %v is stale", d))
+	}
+	return strings.Join(bad, "; ")
 }

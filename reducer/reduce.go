@@ -65,10 +65,9 @@ func Reduce(s state.State, a state.Action) state.State {
 		t.endOfRIB(a)
 	case state.Tick:
 		t.tick(a)
+		t.fireRetries()
 	case state.RoutesListed:
 		t.routesListed(a)
-	case state.RescanDue:
-		t.rescanDue()
 	case state.RoutesRescanned:
 		t.routesRescanned(a)
 	default:
@@ -140,6 +139,7 @@ func (t *tx) finish() state.State {
 	all := t.allPaths
 	t.derivePaths()
 	t.routesDone(all)
+	t.dropStaleRetries()
 	return t.s
 }
 

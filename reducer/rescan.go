@@ -3,6 +3,7 @@ package reducer
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -13,14 +14,39 @@ import (
 // FIB source is put back in line, as BIRD's kernel protocol does on each
 // scan.
 
-// rescanDue asks for a rescan: only a live, settled table (held routes
-// are the sweep's business until then), one rescan at a time.
+// rescanClock keeps the rescan deadline: a live, settled table (held
+// routes are the sweep's business until then) is rescanned every
+// Options.RouteRescan, the first time that long after it settled (at the
+// reducer's clock, or the speaker's start if later).
+func (t *tx) rescanClock() {
+	r, every := &t.s.Routing, t.s.Options.RouteRescan.Duration
+	switch {
+	case every <= 0 || !t.s.RoutesReady() || !r.Settled:
+		r.RescanAt = time.Time{}
+	case r.RescanAt.IsZero():
+		r.RescanAt = later(t.s.Now, r.Since).Add(every)
+	}
+}
+
+// rescanDue asks for a rescan when its time has come at the Tick's Now,
+// one at a time: while one is outstanding the time passes, none is asked.
 func (t *tx) rescanDue() {
 	r := &t.s.Routing
-	if !t.s.RoutesReady() || !r.Settled || r.Rescan != r.Rescanned {
+	if r.RescanAt.IsZero() || t.s.Now.Before(r.RescanAt) {
 		return
 	}
-	r.Rescan++
+	r.RescanAt = t.s.Now.Add(t.s.Options.RouteRescan.Duration)
+	if r.Rescan == r.Rescanned {
+		r.Rescan++
+	}
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // routesRescanned compares the listing of the current rescan with the
@@ -91,6 +117,6 @@ func (t *tx) repair(k string, e *state.TableRoute) {
 	c := *e
 	t.s.Routing.Seq++
 	t.s.Routing.Repairs++
-	c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0
+	c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry, c.RetryAt = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0, time.Time{}
 	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 }

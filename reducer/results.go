@@ -3,6 +3,7 @@ package reducer
 import (
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/state/pmap"
@@ -19,21 +20,14 @@ func reduceResult(s state.State, a state.Action) state.State {
 		t.current(a.Address, a.Gen, t.peerApplied)
 	case state.PeerApplyFailed:
 		t.at = a.At
-		t.current(a.Address, a.Gen, func(k string, x *state.Session) {
-			x.Attempts++
-			x.LastError = a.Error
-			t.move(x, evFail)
-			t.putSession(k, x)
-		})
+		t.current(a.Address, a.Gen, func(k string, x *state.Session) { t.peerFailed(k, x, a.Error, a.At) })
 	case state.PeerKeyRefused:
 		t.at = a.At
 		t.current(a.Address, a.Gen, func(k string, x *state.Session) {
 			// The executor took the neighbor out of the speaker: the retry
 			// adds it again.
-			x.Attempts++
-			x.LastError, x.BGP, x.Applied, x.Op = a.Error, "", nil, state.OpAdd
-			t.move(x, evFail)
-			t.putSession(k, x)
+			x.BGP, x.Applied, x.Op = "", nil, state.OpAdd
+			t.peerFailed(k, x, a.Error, a.At)
 		})
 	case state.MD5FailuresObserved:
 		t.md5Failures(a)
@@ -44,28 +38,6 @@ func reduceResult(s state.State, a state.Action) state.State {
 		t.pathApplied(a)
 	case state.PathApplyFailed:
 		t.pathFailed(a)
-	case state.RetryDue:
-		if a.Path {
-			t.pathRetry(a)
-			break
-		}
-		if a.Prefix.IsValid() {
-			t.routeRetry(a)
-			break
-		}
-		if !a.Address.IsValid() {
-			if _, failed := s.Out.Problems.Get("server"); failed {
-				t.s.ServerRetry++
-				t.newSpeaker()
-			}
-			break
-		}
-		t.current(a.Address, a.Gen, func(k string, x *state.Session) {
-			if x.Phase == pFail {
-				x.Retry++
-				t.putSession(k, x)
-			}
-		})
 	case state.TableRouteApplied:
 		t.tableRouteApplied(a)
 	case state.TableRouteApplyFailed:
@@ -76,14 +48,40 @@ func reduceResult(s state.State, a state.Action) state.State {
 	case state.ServerApplied:
 		if a.Server == s.Server {
 			t.setProblems("server", nil)
+			t.s.ServerAttempts, t.s.ServerRetryAt = 0, time.Time{}
+			t.serverStarted(a.At)
 		}
 	case state.ServerApplyFailed:
 		if a.Server == s.Server {
 			t.setProblems("server", []state.Problem{{Object: "server", Reason: a.Error}})
+			t.s.ServerAttempts++
+			t.s.ServerRetryAt = t.retryAt(state.RetryServer, "", t.s.ServerAttempts, a.At)
 		}
 	}
 	t.routesDone(false)
+	t.dropStaleRetries()
 	return t.s
+}
+
+// peerFailed: the speaker refused the session's current generation at
+// failed; it is retried after the backoff of its attempts.
+func (t *tx) peerFailed(k string, x *state.Session, why string, failed time.Time) {
+	x.Attempts++
+	x.LastError = why
+	t.move(x, evFail)
+	if x.Phase == pFail {
+		x.RetryAt = t.retryAt(state.RetryPeer, k, x.Attempts, failed)
+	}
+	t.putSession(k, x)
+}
+
+// serverStarted: the speaker of this generation runs since at, when the
+// time limits of settling start (docs/routes.md §9.6 rule 3). Only its
+// first start counts: a repeated result does not move them.
+func (t *tx) serverStarted(at time.Time) {
+	if r := &t.s.Routing; r.Since.IsZero() && !r.Settled {
+		r.Since = at
+	}
 }
 
 // current calls fn with a copy of the session at addr when gen is its
@@ -240,5 +238,6 @@ func ReduceRouteResults(s state.State, rs []state.TableRouteApplied) state.State
 	}
 	t.s.Out.Routes, t.routeEdits = t.s.Out.Routes.Apply(t.routeEdits), nil
 	t.routesDone(false)
+	t.dropStaleRetries()
 	return t.s
 }

@@ -94,17 +94,13 @@ func (t *tx) endOfRIB(a state.EndOfRIBReceived) {
 	r.EOR = r.WithEOR(a.Neighbor, a.Family)
 }
 
-// tick moves the clock of the settling (docs/routes.md §9.6 rule 3); once
-// settled, time changes nothing.
+// tick moves the reducer's clock (docs/design.md "Time") and does what is
+// due: a rescan, and by the step's end the settling (checkSettled).
 func (t *tx) tick(a state.Tick) {
-	r := &t.s.Routing
-	if r.Settled || a.At.IsZero() || !a.At.After(r.Now) {
-		return
+	if a.At.After(t.s.Now) {
+		t.s.Now = a.At
 	}
-	r.Now = a.At
-	if r.Since.IsZero() && t.s.Server != (state.Server{}) {
-		r.Since = a.At
-	}
+	t.rescanDue()
 }
 
 // routesListed makes the dataplane's own routes the held set, once
@@ -139,7 +135,7 @@ func (t *tx) routesListed(a state.RoutesListed) {
 func (t *tx) newSpeaker() {
 	r := &t.s.Routing
 	r.SpeakerGen++
-	r.Settled, r.Since, r.EOR = false, time.Time{}, nil
+	r.Settled, r.Since, r.SettleAt, r.EOR = false, time.Time{}, time.Time{}, nil
 	if t.s.RoutesReady() {
 		t.s.Out.Routes.Range(func(k string, e *state.TableRoute) bool {
 			if e.Origin == "learned" && e.Wanted() {
@@ -175,13 +171,21 @@ func (t *tx) goLive() {
 }
 
 // checkSettled sweeps the held routes that are not desired once the
-// routes are settled (docs/routes.md §9.6 rule 3).
+// routes are settled (docs/routes.md §9.6 rule 3); until then it keeps
+// the settle deadline, when a time limit of settling runs out.
 func (t *tx) checkSettled() {
+	defer t.rescanClock()
 	r := &t.s.Routing
-	if r.Settled || !t.s.RoutesReady() || t.s.Server == (state.Server{}) || !t.settled() {
+	if r.Settled || !t.s.RoutesReady() || t.s.Server == (state.Server{}) {
+		r.SettleAt = time.Time{}
 		return
 	}
-	r.Settled = true
+	settled, next := t.settled()
+	if !settled {
+		r.SettleAt = next
+		return
+	}
+	r.Settled, r.SettleAt = true, time.Time{}
 	t.s.Out.Routes.Range(func(k string, e *state.TableRoute) bool {
 		if e.Held == nil || e.Wanted() {
 			return true
@@ -189,7 +193,7 @@ func (t *tx) checkSettled() {
 		c := *e
 		c.Held = nil
 		t.s.Routing.Seq++
-		c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0
+		c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry, c.RetryAt = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0, time.Time{}
 		t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 		return true
 	})
@@ -198,15 +202,36 @@ func (t *tx) checkSettled() {
 // settled: the settle maximum has passed since the server start, or every
 // active neighbor has sent End-of-RIB for each of its unicast families, or
 // is not Established within its restart time, or is waiting or failed.
-func (t *tx) settled() bool {
+// When not, next is the earliest time after Now at which one of those
+// time limits runs out (zero before the server start).
+func (t *tx) settled() (ok bool, next time.Time) {
 	r := t.s.Routing
-	since := time.Duration(-1)
-	if !r.Since.IsZero() {
-		since = r.Now.Sub(r.Since)
+	if r.Since.IsZero() {
+		return t.eachSettled(func(time.Duration) bool { return false }), time.Time{}
 	}
-	if since >= t.s.Options.RouteSettleMax.Duration {
-		return true
+	max := r.Since.Add(t.s.Options.RouteSettleMax.Duration)
+	if !t.s.Now.Before(max) {
+		return true, time.Time{}
 	}
+	next = max
+	ok = t.eachSettled(func(restart time.Duration) bool {
+		end := r.Since.Add(restart)
+		if !t.s.Now.Before(end) {
+			return true
+		}
+		if end.Before(next) {
+			next = end
+		}
+		return false
+	})
+	return ok, next
+}
+
+// eachSettled reports whether every active neighbor is settled, asking
+// restartOver whether the restart time of one that is not Established has
+// run out. It asks about every such neighbor, so that a caller can find
+// the earliest limit.
+func (t *tx) eachSettled(restartOver func(time.Duration) bool) bool {
 	ok := true
 	t.s.Out.Neighbors.Range(func(k string, n *state.Neighbor) bool {
 		x, _ := t.s.Out.Sessions.Get(k)
@@ -218,15 +243,15 @@ func (t *tx) settled() bool {
 			if restart == 0 {
 				restart = 120 * time.Second
 			}
-			ok = since >= restart
-			return ok
+			ok = restartOver(restart) && ok
+			return true
 		}
 		for _, f := range n.Families {
-			if strings.HasSuffix(f, "-unicast") && !r.HasEOR(n.Address, f) {
+			if strings.HasSuffix(f, "-unicast") && !t.s.Routing.HasEOR(n.Address, f) {
 				ok = false
 			}
 		}
-		return ok
+		return true
 	})
 	return ok
 }
@@ -274,7 +299,8 @@ func (t *tx) writeRoute(e pmap.Edit[*state.TableRoute]) {
 }
 
 // tableRouteFailed: failed routes are data (docs/routes.md §9.7 rule 3):
-// phase, attempts and last error, and a problem, until the retry.
+// phase, attempts and last error, and a problem, until the retry, due
+// after the backoff of the attempts.
 func (t *tx) tableRouteFailed(a state.TableRouteApplyFailed) {
 	k := state.PrefixKey(a.Prefix.Masked())
 	e, ok := t.s.Out.Routes.Get(k)
@@ -284,19 +310,17 @@ func (t *tx) tableRouteFailed(a state.TableRouteApplyFailed) {
 	c := *e
 	c.Phase, c.LastError = state.RoutePhaseFailed, a.Error
 	c.Attempts++
+	c.RetryAt = t.retryAt(state.RetryRoute, k, c.Attempts, a.At)
 	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 	t.setProblems(routeFailBucket(k), []state.Problem{{Object: routeObject(c.Prefix), Reason: a.Error}})
 }
 
-// routeRetry: the backoff of a failed route ran out; Diff makes the call again.
-func (t *tx) routeRetry(a state.RetryDue) {
-	k := state.PrefixKey(a.Prefix.Masked())
-	e, ok := t.s.Out.Routes.Get(k)
-	if !ok || e.Gen != a.Gen || e.Phase != state.RoutePhaseFailed {
-		return
-	}
+// routeRetry: the backoff of the failed route k ran out; Diff makes the
+// call again.
+func (t *tx) routeRetry(k string) {
+	e, _ := t.s.Out.Routes.Get(k)
 	c := *e
 	c.Retry++
-	c.Phase = state.RoutePhasePending
+	c.Phase, c.RetryAt = state.RoutePhasePending, time.Time{}
 	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/state/pmap"
@@ -126,7 +127,7 @@ func (t *tx) deriveRoute(k string, p netip.Prefix) {
 func (t *tx) putRoute(k string, old, n *state.TableRoute) {
 	if !sameWant(old, n) {
 		t.s.Routing.Seq++
-		n.Gen, n.Attempts, n.LastError, n.Retry = t.s.Routing.Seq, 0, "", 0
+		n.Gen, n.Attempts, n.LastError, n.Retry, n.RetryAt = t.s.Routing.Seq, 0, "", 0, time.Time{}
 		t.clearRouteFailure(k)
 		ready := t.ready
 		switch {

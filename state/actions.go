@@ -108,19 +108,6 @@ type PeerApplyFailed struct {
 	At      time.Time  `json:"at,omitzero"`
 }
 
-// RetryDue: the backoff timer of a failed neighbor (generation Gen) expired;
-// with the zero Address and Gen, the timer of a server that failed to start;
-// with Prefix, the timer of a failed route table entry of generation Gen
-// (docs/routes.md §9.7 rule 3); with Prefix and Path, the timer of a failed
-// own path call of generation Gen (docs/routes.md §10).
-type RetryDue struct {
-	Address netip.Addr   `json:"address"`
-	Prefix  netip.Prefix `json:"prefix,omitzero"`
-	Path    bool         `json:"path,omitempty"`
-	Gen     uint64       `json:"gen"`
-	At      time.Time    `json:"at,omitzero"`
-}
-
 // SessionStateChanged: GoBGP's peer watch reported a session state
 // (idle, connect, active, opensent, openconfirm, established) at At.
 type SessionStateChanged struct {
@@ -144,20 +131,22 @@ func (SourceSynced) ActionName() string          { return "sourceSynced" }
 func (InputProblemsReported) ActionName() string { return "inputProblemsReported" }
 func (PeerApplied) ActionName() string           { return "peerApplied" }
 func (PeerApplyFailed) ActionName() string       { return "peerApplyFailed" }
-func (RetryDue) ActionName() string              { return "retryDue" }
 func (SessionStateChanged) ActionName() string   { return "sessionStateChanged" }
 
 // ServerApplied: the GoBGP executor started (or restarted) the speaker
-// with Server.
+// with Server at At: the start of the settling's time limits
+// (docs/routes.md §9.6 rule 3).
 type ServerApplied struct {
-	Server Server `json:"server"`
+	Server Server    `json:"server"`
+	At     time.Time `json:"at,omitzero"`
 }
 
 // ServerApplyFailed: the speaker could not be started with Server (for
-// example its listen port is taken). Error holds no secret.
+// example its listen port is taken), seen at At. Error holds no secret.
 type ServerApplyFailed struct {
-	Server Server `json:"server"`
-	Error  string `json:"error"`
+	Server Server    `json:"server"`
+	Error  string    `json:"error"`
+	At     time.Time `json:"at,omitzero"`
 }
 
 func (ServerApplied) ActionName() string     { return "serverApplied" }

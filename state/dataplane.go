@@ -90,18 +90,14 @@ type TableRouteApplied struct {
 
 // TableRouteApplyFailed: the dataplane executor failed the route table
 // entry for Prefix of generation Gen: the kernel or VPP refused it, or
-// another protocol owns the prefix (docs/routes.md §9.7 rules 2 and 3).
-// Error is wrapped once, with the route.
+// another protocol owns the prefix (docs/routes.md §9.7 rules 2 and 3),
+// at At (the start of its retry's backoff). Error is wrapped once, with
+// the route.
 type TableRouteApplyFailed struct {
 	Prefix netip.Prefix `json:"prefix"`
 	Gen    uint64       `json:"gen"`
 	Error  string       `json:"error"`
-}
-
-// RescanDue: the rescan timer fired (--route-rescan): time to compare the
-// dataplane with the route table again (docs/routes.md §9.7 rule 6).
-type RescanDue struct {
-	At time.Time `json:"at,omitzero"`
+	At     time.Time    `json:"at,omitzero"`
 }
 
 // RoutesRescanned: the dataplane executor listed the routes it owns again,
@@ -116,7 +112,6 @@ type RoutesRescanned struct {
 }
 
 func (RoutesListed) ActionName() string          { return "routesListed" }
-func (RescanDue) ActionName() string             { return "rescanDue" }
 func (RoutesRescanned) ActionName() string       { return "routesRescanned" }
 func (TableRouteApplied) ActionName() string     { return "tableRouteApplied" }
 func (TableRouteApplyFailed) ActionName() string { return "tableRouteApplyFailed" }

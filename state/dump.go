@@ -3,15 +3,24 @@ package state
 import (
 	"net/netip"
 	"sort"
+	"time"
 )
 
 // Dump is the serialisable view of a State: what /state serves, what the
 // golden files pin and what `peeragent plan` reads. Sorted throughout;
 // passwords appear only as fingerprints.
 type Dump struct {
-	Node      string         `json:"node"`
-	Synced    []Kind         `json:"synced"`
-	Server    Server         `json:"server"`
+	Node   string `json:"node"`
+	Synced []Kind `json:"synced"`
+	Server Server `json:"server"`
+	// ServerAttempts and ServerRetryAt: the server's failures to start
+	// since it last started, and when its retry comes due.
+	ServerAttempts int       `json:"serverAttempts,omitempty"`
+	ServerRetryAt  time.Time `json:"serverRetryAt,omitzero"`
+	// Now is the reducer's clock: the time of the last Tick. Retries
+	// counts the retries that came due.
+	Now       time.Time      `json:"now,omitzero"`
+	Retries   uint64         `json:"retries,omitempty"`
 	Objects   map[string]int `json:"objects"`
 	Watches   []string       `json:"watches"`
 	Neighbors []*Neighbor    `json:"neighbors"`
@@ -44,7 +53,8 @@ type AdvertisedPath struct {
 // for the dump endpoint and tests, never for the reduce path.
 func (s State) Dump() Dump {
 	d := Dump{
-		Node: s.Node, Server: s.Server, Synced: []Kind{},
+		Node: s.Node, Server: s.Server, Now: s.Now, Synced: []Kind{},
+		ServerAttempts: s.ServerAttempts, ServerRetryAt: s.ServerRetryAt, Retries: s.Retries,
 		Watches: s.Out.Watches.Keys(), Neighbors: []*Neighbor{}, Sessions: []*Session{},
 		Objects: map[string]int{
 			"bgppeers": s.Inputs.Peers.Len(), "bgpconfigurations": s.Inputs.Configs.Len(),

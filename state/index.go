@@ -124,6 +124,11 @@ type Index struct {
 	// EndpointSlice naming a service (docs/routes.md §8.4).
 	ServiceRanges   ServiceRanges
 	SlicesByService *pmap.Map[string]
+	// Retries: DueKey -> the retry due then (docs/design.md "Time"), every
+	// pending one. An entry whose record no longer waits for it is stale:
+	// the reducer drops it when it comes first, so the first entry is
+	// always a pending retry.
+	Retries *pmap.Map[Due]
 }
 
 // Origins are the objects that may produce the path of one prefix.
@@ -151,6 +156,6 @@ func newIndex() Index {
 		NodeByAddr: pmap.New[string](), SecretUsers: pmap.New[*pmap.Map[struct{}]](),
 		FilterUsers: pmap.New[*pmap.Map[struct{}]](), SelPeers: pmap.New[struct{}](),
 		RevPeers: pmap.New[struct{}](), Origins: pmap.New[*Origins](), PoolsByCIDR: pmap.New[string](),
-		SlicesByService: pmap.New[string](),
+		SlicesByService: pmap.New[string](), Retries: pmap.New[Due](),
 	}
 }

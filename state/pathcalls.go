@@ -8,9 +8,10 @@ import (
 // PathCall is where the speaker's call for one own path stands
 // (docs/routes.md §10): the generation of its last add-path or delete-path
 // (Op "add" or "delete"), its phase, and, once it failed, the attempts and
-// the last error. Retry is bumped by a RetryDue for the prefix while it
-// failed: a one-shot request Diff turns into the call again. An applied
-// delete ends the entry.
+// the last error. Retry is bumped when the retry of the failed call comes
+// due (RetryAt, set with each failure by the backoff of Attempts): a
+// one-shot request Diff turns into the call again. An applied delete ends
+// the entry.
 type PathCall struct {
 	Prefix    netip.Prefix `json:"prefix"`
 	Op        string       `json:"op"`
@@ -19,6 +20,7 @@ type PathCall struct {
 	Attempts  int          `json:"attempts,omitempty"`
 	LastError string       `json:"lastError,omitempty"`
 	Retry     uint64       `json:"retry,omitempty"`
+	RetryAt   time.Time    `json:"retryAt,omitzero"`
 }
 
 // The operations of a PathCall.

@@ -48,8 +48,11 @@ type EndOfRIBReceived struct {
 	Family   string     `json:"family"`
 }
 
-// Tick: the agent's clock, dispatched every few seconds while the routes
-// are not settled; the reducer reads no clock (docs/routes.md §9.6 rule 3).
+// Tick: the agent's alarm rang. The alarm executor keeps one timer, set by
+// the effects.Alarm that Diff emits whenever the State's earliest deadline
+// (State.Deadline) changes, and dispatches a Tick with the time when it
+// fires; the reducer, which reads no clock, then does what is due at At
+// (docs/design.md "Time").
 type Tick struct {
 	At time.Time `json:"at"`
 }
@@ -91,9 +94,11 @@ type TableRoute struct {
 	Phase        RoutePhase `json:"phase,omitempty"`
 	Attempts     int        `json:"attempts,omitempty"`
 	LastError    string     `json:"lastError,omitempty"`
-	// Retry is bumped by a RetryDue for the prefix while it failed: a
-	// one-shot request Diff turns into the call again.
-	Retry uint64 `json:"retry,omitempty"`
+	// Retry is bumped when the retry of a failed call comes due (RetryAt,
+	// set with each failure by the backoff of Attempts; zero unless
+	// failed): a one-shot request Diff turns into the call again.
+	Retry   uint64    `json:"retry,omitempty"`
+	RetryAt time.Time `json:"retryAt,omitzero"`
 }
 
 // Wanted reports whether the entry has a desired route.
@@ -135,13 +140,21 @@ type Routing struct {
 	// Settled: held routes that are not desired may be removed (§9.6 rule
 	// 3). Reset at each speaker (re)start (§9.6 rule 5).
 	Settled bool `json:"settled,omitempty"`
-	// Since is the time of the first Tick of this speaker generation, Now
-	// the last one.
+	// Since is when the speaker of this generation started (the At of its
+	// ServerApplied); zero until then, and the time limits of settling do
+	// not run before it.
 	Since time.Time `json:"since,omitzero"`
-	Now   time.Time `json:"now,omitzero"`
+	// SettleAt is the deadline of settling: the earliest time at which the
+	// settle maximum or a neighbor's restart time runs out, when the routes
+	// are looked at again; zero once settled or before Since.
+	SettleAt time.Time `json:"settleAt,omitzero"`
 	// EOR lists "ADDRESS FAMILY" of the End-of-RIBs received by this
 	// speaker generation, sorted.
 	EOR []string `json:"eor,omitempty"`
+	// RescanAt is when the next rescan is due (§9.7 rule 6): every
+	// Options.RouteRescan once settled; zero while not settled or with
+	// rescans off.
+	RescanAt time.Time `json:"rescanAt,omitzero"`
 	// Rescan counts the rescans asked of the dataplane (§9.7 rule 6),
 	// Rescanned the last one whose listing arrived; one at a time.
 	Rescan    uint64 `json:"rescan,omitempty"`

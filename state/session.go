@@ -55,8 +55,12 @@ type Session struct {
 	Gen uint64 `json:"gen"`
 	// Op is the operation the last effect for this address performs.
 	Op string `json:"op,omitempty"`
-	// Retry is bumped by RetryDue: a one-shot request Diff turns into a re-issue.
-	Retry uint64 `json:"retry,omitempty"`
+	// Retry is bumped when a failed generation's retry comes due: a
+	// one-shot request Diff turns into a re-issue. RetryAt is when it comes
+	// due (set with each failure, by the backoff of Attempts; zero unless
+	// failed).
+	Retry   uint64    `json:"retry,omitempty"`
+	RetryAt time.Time `json:"retryAt,omitzero"`
 	// Applied is the last config the speaker confirmed (nil before any).
 	Applied *Neighbor `json:"-"`
 	// MD5FailuresSeen: the kernel's TCP-MD5 failure counters grew while

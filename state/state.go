@@ -2,6 +2,7 @@ package state
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/peeragent/peeragent/state/pmap"
 )
@@ -45,6 +46,11 @@ type Options struct {
 	// RouteSettleMax is the longest the sweep of held routes waits after the
 	// server start (docs/routes.md §9.6 rule 3; --route-settle-max, 240 s).
 	RouteSettleMax Duration `json:"routeSettleMax,omitzero"`
+	// RouteRescan is how often, once the routes are settled, the dataplane
+	// lists its own routes again to be compared with the table
+	// (docs/routes.md §9.7 rule 6; --route-rescan, 30 s; zero: never, and
+	// never with --dataplane none).
+	RouteRescan Duration `json:"routeRescan,omitzero"`
 }
 
 // Server is the embedded speaker's global config; zero before this node
@@ -82,16 +88,24 @@ type State struct {
 	Seq    uint64        `json:"seq"`
 	Synced map[Kind]bool `json:"synced"`
 	Server Server        `json:"server"`
-	// ServerRetry is bumped by a RetryDue for the server (zero address)
-	// while it failed to start: a one-shot request Diff turns into a new
-	// StartServer and the re-adding of every neighbor.
-	ServerRetry uint64 `json:"serverRetry,omitempty"`
+	// ServerRetry is bumped when the retry of a server that failed to start
+	// comes due (ServerRetryAt, by the backoff of ServerAttempts, the
+	// failures since it last started): a one-shot request Diff turns into a
+	// new StartServer and the re-adding of every neighbor.
+	ServerRetry    uint64    `json:"serverRetry,omitempty"`
+	ServerAttempts int       `json:"serverAttempts,omitempty"`
+	ServerRetryAt  time.Time `json:"serverRetryAt,omitzero"`
+	// Retries counts the retries that came due (peeragent_retries_total).
+	Retries uint64 `json:"retries,omitempty"`
 	// MD5Failures is the kernel's TCP-MD5 failure count as last observed
 	// (MD5Observed: once observed at all, the baseline, which may be 0);
 	// OptmemMax is net.core.optmem_max (0: not known).
 	MD5Failures uint64 `json:"md5Failures,omitempty"`
 	MD5Observed bool   `json:"md5Observed,omitempty"`
 	OptmemMax   int64  `json:"optmemMax,omitempty"`
+	// Now is the At of the last Tick: the reducer's clock, the only time
+	// it knows besides the times results carry (docs/design.md "Time").
+	Now time.Time `json:"now,omitzero"`
 	// Routing is the learned side and the dataplane table as a whole
 	// (docs/routes.md §9).
 	Routing Routing `json:"routing"`

@@ -227,7 +227,8 @@ func TestPingBetweenTwoAgents(t *testing.T) {
 // run whose path went meanwhile (node-b's agent is gone too) is held by
 // the restarted agent, in the kernel, until the routes are settled, and
 // removed then (docs/routes.md §9.6 rule 3). node-b never comes back, so
-// only --route-settle-max (3 s, seen at a later 5 s Tick) settles them.
+// only --route-settle-max (3 s after the speaker start, the alarm's Tick)
+// settles them.
 func scenarioSweep(t, owner *testing.T, ctx context.Context, bin string, a, b *nsAgent, nsA, dirA, dirB string) {
 	writeFile(t, dirB, "affinity-b.yaml", pingAffinityB)
 	a.waitRoutes(t, ctx, pingAddrB, pingBlkB, pingBlkA)

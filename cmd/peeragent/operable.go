@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 
 	"github.com/peeragent/peeragent/agent"
 )
@@ -51,22 +53,32 @@ func checkMaxConns(o *operFlags) error {
 	return nil
 }
 
-// serveMetrics serves agent.MetricsHandler on addr until ctx ends, with
-// at most maxConns connections (agent.Serve: the same bounds as the
-// loopback listener); an empty addr serves nothing. The listener is
-// opened before it returns, so a taken port is an error at start, not a
-// log line.
-func serveMetrics(ctx context.Context, addr string, maxConns int, loop *agent.Loop) (net.Addr, error) {
+// metricsPart is the part of the agent that serves agent.MetricsHandler
+// on addr, with at most maxConns connections (agent.Server: the same
+// bounds as the loopback listener); an empty addr serves nothing (no
+// part). The listener is opened before it returns, so a taken port is an
+// error at start, not a log line.
+func metricsPart(addr string, maxConns int, loop *agent.Loop) (*part, net.Addr, error) {
 	if addr == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
+		return nil, nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
-	srv := agent.Serve(ln, agent.MetricsHandler(loop), maxConns)
-	context.AfterFunc(ctx, func() { srv.Close() })
-	return ln.Addr(), nil
+	srv, lln := agent.Server(ln, agent.MetricsHandler(loop), maxConns)
+	return &part{name: "metrics listener " + addr, run: serving(srv, lln), forever: true}, ln.Addr(), nil
+}
+
+// serving runs srv on ln until ctx ends, when it closes it.
+func serving(srv *http.Server, ln net.Listener) func(context.Context) error {
+	return func(ctx context.Context) error {
+		defer context.AfterFunc(ctx, func() { srv.Close() })()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
 }
 
 // flagLevel is --log-level as a level (Info if it does not parse: runCmd

@@ -26,11 +26,18 @@ func TestServeMetricsServesOnlyMetrics(t *testing.T) {
 	loop := agent.NewLoop(agent.LoopConfig{Initial: state.New("n", state.Options{}),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addr, err := serveMetrics(ctx, "127.0.0.1:0", agent.DefaultMaxConns, loop)
+	p, addr, err := metricsPart("127.0.0.1:0", agent.DefaultMaxConns, loop)
 	if err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan error, 1)
+	go func() { done <- p.run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the metrics listener ended with %v, want nil once stopped", err)
+		}
+	}()
 	code, body := httpGet(t, "http://"+addr.String()+"/metrics")
 	if code != http.StatusOK || !strings.Contains(body, "peeragent_build_info{") || !strings.Contains(body, "go_goroutines") {
 		t.Errorf("/metrics: %d\n%.500s", code, body)
@@ -38,8 +45,8 @@ func TestServeMetricsServesOnlyMetrics(t *testing.T) {
 	if code, _ := httpGet(t, "http://"+addr.String()+"/state"); code != http.StatusNotFound {
 		t.Errorf("/state on the metrics address: %d, want 404", code)
 	}
-	if a, err := serveMetrics(ctx, "", agent.DefaultMaxConns, loop); a != nil || err != nil {
-		t.Errorf("empty address: %v, %v", a, err)
+	if p, a, err := metricsPart("", agent.DefaultMaxConns, loop); p != nil || a != nil || err != nil {
+		t.Errorf("empty address: %v, %v, %v", p, a, err)
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/effects/gobgp"
 	"github.com/peeragent/peeragent/effects/linux"
-	"github.com/peeragent/peeragent/effects/retry"
 	"github.com/peeragent/peeragent/effects/vpp"
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
@@ -143,58 +142,61 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		return err
 	}
 	defer closeDP()
-	var sched *retry.Scheduler
-	clock := &settleClock{}
-	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, f.opts()), Speaker: speaker, VPP: dpExec,
+	opts := f.opts()
+	if dp != nil { // docs/routes.md §9.7 rule 6: not with --dataplane none
+		opts.RouteRescan = state.Duration{Duration: f.rescan}
+	}
+	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, opts), Speaker: speaker, VPP: dpExec,
 		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal,
-		Observer:  []func(state.Action){func(a state.Action) { sched.Observe(a) }},
-		Published: []func(state.State){follow.observe, reporter.observe, clock.observe}})
+		Published: []func(state.State){follow.observe, reporter.observe}})
 	loop.Dispatch(effects.ListRoutes(ctx, dp)) // the held routes, before anything is applied (docs/routes.md §9.6)
-	sched = retry.New(loop.Dispatch, nil, nil)
-	defer sched.Stop()
 	ln, err := net.Listen("tcp", f.httpAddr)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
 	httpMax, metricsMax := f.listenerCaps(fdLimit, log)
-	srv := agent.Serve(ln, agent.Handler(loop), httpMax) // timeouts and a connection cap
-	defer srv.Close()
-	metricsAddr, err := serveMetrics(ctx, f.metricsAddr, metricsMax, loop)
+	defer ln.Close()
+	metrics, metricsAddr, err := metricsPart(f.metricsAddr, metricsMax, loop)
 	if err != nil {
 		return err
 	}
-	go func() {
-		if err := speaker.WatchSessions(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
-			log.Error("session watch ended", "error", err)
-		}
-	}()
-	go func() {
-		if err := speaker.WatchLearned(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
-			log.Error("best-path watch ended", "error", err)
-		}
-	}()
-	ticker := time.NewTicker(tickEvery)
-	defer ticker.Stop()
-	go clock.run(ctx, ticker.C, loop.Dispatch) // time enters as Tick (docs/routes.md §9.6)
-	if dp != nil && f.rescan > 0 {
-		go rescanEvery(ctx, f.rescan, loop.Dispatch) // docs/routes.md §9.7 rule 6
-	}
-	go func() {
-		if err := src.Run(ctx, loop.Dispatch); err != nil && ctx.Err() == nil {
-			log.Error("source ended", "error", err)
-		}
-	}()
-	go (&watch.Kernel{Log: log}).Run(ctx, loop.Dispatch) // docs/semantics.md §4: MD5 failures, optmem_max
-	go reporter.run(ctx)
-	if v, ok := dpExec.(interface {
-		Run(context.Context, func(state.Action)) error
-	}); ok {
-		go v.Run(ctx, loop.Dispatch) // a Dial-made VPP executor: connects, follows VPP's restarts
+	parts := runParts(f, loop, src, speaker, dpExec, reporter, ln, httpMax, log)
+	if metrics != nil {
+		parts = append(parts, *metrics)
 	}
 	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "metrics", metricsAddr, "source", sourceName(f))
-	loop.Run(ctx)
-	log.Info("peeragent stopping")
-	return nil
+	err = supervise(ctx, log, parts)
+	log.Info("peeragent stopping", "error", err)
+	return err
+}
+
+// runParts are the long-running parts of run, each started and joined by
+// supervise: the loop, the admin listener, the source and the status
+// reporter stop the agent when they fail (with a clear error, for the
+// kubelet to restart it); the speaker's watches, the kernel facts and the
+// VPP link are restarted.
+func runParts(f *runFlags, loop *agent.Loop, src source, speaker *gobgp.Executor, dpExec effects.Executor,
+	reporter *statusReporter, ln net.Listener, httpMax int, log *slog.Logger) []part {
+	admin, adminLn := agent.Server(ln, agent.Handler(loop), httpMax) // timeouts and a connection cap
+	dispatch := loop.Dispatch
+	parts := []part{
+		{name: "loop", run: func(ctx context.Context) error { loop.Run(ctx); return nil }, forever: true},
+		{name: "http listener " + ln.Addr().String(), run: serving(admin, adminLn), forever: true},
+		{name: "source " + sourceName(f), run: func(ctx context.Context) error { return src.Run(ctx, dispatch) }, forever: true},
+		{name: "session watch", run: func(ctx context.Context) error { return speaker.WatchSessions(ctx, dispatch) }, restart: true, forever: true},
+		{name: "best-path watch", run: func(ctx context.Context) error { return speaker.WatchLearned(ctx, dispatch) }, restart: true, forever: true},
+		// docs/semantics.md §4: MD5 failures, optmem_max
+		{name: "kernel facts", run: func(ctx context.Context) error { return (&watch.Kernel{Log: log}).Run(ctx, dispatch) }, restart: true, forever: true},
+	}
+	if reporter != nil {
+		parts = append(parts, part{name: "status reporter", run: func(ctx context.Context) error { reporter.run(ctx); return nil }, forever: true})
+	}
+	if v, ok := dpExec.(interface {
+		Run(context.Context, func(state.Action)) error
+	}); ok { // a Dial-made VPP executor: connects, follows VPP's restarts
+		parts = append(parts, part{name: "vpp link", run: func(ctx context.Context) error { return v.Run(ctx, dispatch) }, restart: true})
+	}
+	return parts
 }
 
 // listenerCaps are the caps of the HTTP listeners, cut under a low

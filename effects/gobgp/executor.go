@@ -321,7 +321,7 @@ func (e *Executor) runServer(ctx context.Context, eff effects.Effect) state.Acti
 			msg = e.secrets.scrub("stop server: " + err.Error())
 		}
 		e.log.Error("speaker server effect failed", "effect", eff.String(), "error", msg)
-		return state.ServerApplyFailed{Server: srv, Error: msg}
+		return state.ServerApplyFailed{Server: srv, Error: msg, At: e.now()}
 	}
-	return state.ServerApplied{Server: srv}
+	return state.ServerApplied{Server: srv, At: e.now()}
 }

@@ -139,6 +139,12 @@ func stripTimes(as []state.Action) []state.Action {
 		case state.PeerApplyFailed:
 			x.At = time.Time{}
 			out[i] = x
+		case state.ServerApplied:
+			x.At = time.Time{}
+			out[i] = x
+		case state.ServerApplyFailed:
+			x.At = time.Time{}
+			out[i] = x
 		default:
 			out[i] = a
 		}

@@ -59,7 +59,7 @@ func (e *Executor) listenerDied(epoch uint64, why string) {
 	}
 	e.mu.Unlock()
 	e.log.Error("speaker listener stopped accepting connections; speaker stopped", "error", why)
-	e.report(state.ServerApplyFailed{Server: srv, Error: e.secrets.scrub(msg)})
+	e.report(state.ServerApplyFailed{Server: srv, Error: e.secrets.scrub(msg), At: e.now()})
 }
 
 // attrText is the text of r's attribute key ("" if absent).

@@ -189,7 +189,7 @@ func (e *Executor) replay(ctx context.Context, dispatch func(state.Action)) {
 	for _, r := range rs {
 		if err := e.Replace(ctx, r.route); err != nil {
 			failed++
-			dispatch(state.TableRouteApplyFailed{Prefix: r.route.Prefix, Gen: r.gen, Error: err.Error()})
+			dispatch(state.TableRouteApplyFailed{Prefix: r.route.Prefix, Gen: r.gen, Error: err.Error(), At: time.Now()})
 		}
 	}
 	e.log.Info("VPP routes sent again after a reconnection", "routes", len(rs), "failed", failed)

@@ -6,31 +6,25 @@ import (
 	"time"
 
 	"github.com/peeragent/peeragent/effects"
-	"github.com/peeragent/peeragent/effects/retry"
 	"github.com/peeragent/peeragent/state"
 )
 
-// TestVPPErrorIsRetried closes the retry loop for routes: a retval from
-// VPP becomes TableRouteApplyFailed, which the retry Scheduler turns into
-// a RetryDue for the same prefix and generation.
+// TestVPPErrorIsRetried: a retval from VPP becomes TableRouteApplyFailed
+// for the same prefix and generation, stamped with the time of the call:
+// the reducer's retry of the route starts its backoff there
+// (docs/design.md "Time").
 func TestVPPErrorIsRetried(t *testing.T) {
 	vpp := newFakeVPP(t, noSuchFIB)
-	due := make(chan state.Action, 1)
-	sched := retry.New(func(a state.Action) { due <- a }, nil, nil)
-	defer sched.Stop()
-
 	e := New(vpp.conn, nil)
 	e.source.Store(ourSource)
+	before := time.Now()
 	results := e.Execute(context.Background(), []effects.Effect{replace(host(nbr4), gw4, 7)})
-	for _, a := range results {
-		sched.Observe(a)
+	after := time.Now()
+	if len(results) != 1 {
+		t.Fatalf("results %v, want one", results)
 	}
-	select {
-	case a := <-due:
-		if rd, ok := a.(state.RetryDue); !ok || rd.Prefix != host(nbr4) || rd.Gen != 7 {
-			t.Errorf("dispatched %#v, want RetryDue{10.0.0.9/32, 7}", a)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("no RetryDue within 5s after %v", results)
+	f, ok := results[0].(state.TableRouteApplyFailed)
+	if !ok || f.Prefix != host(nbr4) || f.Gen != 7 || f.At.Before(before) || f.At.After(after) {
+		t.Errorf("result %#v, want TableRouteApplyFailed{10.0.0.9/32, 7} stamped between %v and %v", results[0], before, after)
 	}
 }

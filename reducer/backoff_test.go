@@ -1,4 +1,4 @@
-package retry
+package reducer
 
 import (
 	"math"
@@ -39,15 +39,15 @@ func TestBackoff(t *testing.T) {
 }
 
 // TestBackoffGrowthAndCap: with the same jitter, each delay doubles the
-// previous one until the cap, never shrinks, and never exceeds Max.
+// previous one until the cap, never shrinks, and never exceeds RetryCap.
 func TestBackoffGrowthAndCap(t *testing.T) {
 	for _, j := range []float64{0, 0.25, 0.5, 0.75, 0.999999} {
 		prev := Backoff(1, j)
 		for attempt := 2; attempt <= 64; attempt++ {
 			d := Backoff(attempt, j)
 			switch {
-			case d > Max:
-				t.Fatalf("Backoff(%d, %v) = %v, over Max", attempt, j, d)
+			case d > RetryCap:
+				t.Fatalf("Backoff(%d, %v) = %v, over RetryCap", attempt, j, d)
 			case d < prev:
 				t.Fatalf("Backoff(%d, %v) = %v, shorter than attempt %d's %v", attempt, j, d, attempt-1, prev)
 			case attempt <= 9 && absDiff(d, 2*prev) > time.Microsecond:
@@ -55,7 +55,7 @@ func TestBackoffGrowthAndCap(t *testing.T) {
 			}
 			prev = d
 		}
-		if want := time.Duration(float64(50*time.Second) * (1 + Spread*(2*j-1))); absDiff(prev, want) > time.Microsecond {
+		if want := time.Duration(float64(50*time.Second) * (1 + RetrySpread*(2*j-1))); absDiff(prev, want) > time.Microsecond {
 			t.Errorf("capped Backoff(64, %v) = %v, want %v", j, prev, want)
 		}
 	}
@@ -70,10 +70,10 @@ func TestBackoffJitterBounds(t *testing.T) {
 	}
 	for attempt := 1; attempt <= 30; attempt++ {
 		nom := float64(Backoff(attempt, 0.5))
-		lo, hi := time.Duration(nom*(1-Spread)), time.Duration(nom*(1+Spread))
+		lo, hi := time.Duration(nom*(1-RetrySpread)), time.Duration(nom*(1+RetrySpread))
 		for _, j := range jitters {
 			d := Backoff(attempt, j)
-			if d < lo || d > hi || d > Max {
+			if d < lo || d > hi || d > RetryCap {
 				t.Fatalf("Backoff(%d, %v) = %v, outside [%v, %v]", attempt, j, d, lo, hi)
 			}
 		}
@@ -88,4 +88,25 @@ func absDiff(a, b time.Duration) time.Duration {
 		return a - b
 	}
 	return b - a
+}
+
+// TestJitter: the jitter is in [0, 1), the same for the same retry, and
+// differs between records and attempts.
+func TestJitter(t *testing.T) {
+	seen := map[float64]bool{}
+	for _, key := range []string{"10.0.0.1", "10.0.0.2", "fd00::1"} {
+		for attempt := 1; attempt <= 20; attempt++ {
+			j := Jitter("peer", key, attempt)
+			if j < 0 || j >= 1 || math.IsNaN(j) {
+				t.Fatalf("Jitter(peer, %s, %d) = %v", key, attempt, j)
+			}
+			if j != Jitter("peer", key, attempt) {
+				t.Fatalf("Jitter(peer, %s, %d) is not stable", key, attempt)
+			}
+			seen[j] = true
+		}
+	}
+	if len(seen) != 60 || Jitter("peer", "x", 1) == Jitter("route", "x", 1) {
+		t.Errorf("%d distinct jitters of 60, or kinds share one", len(seen))
+	}
 }
