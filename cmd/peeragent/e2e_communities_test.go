@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -345,6 +346,13 @@ func (e *clusterEnv) putPodWithStatus(o *unstructured.Unstructured) {
 		e.t.Fatal(err)
 	}
 	status := pod.Status
+	// No controller manager here makes the namespace's default
+	// ServiceAccount, which the admission of a Pod looks up.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: pod.Namespace}}
+	if _, err := e.cs.CoreV1().ServiceAccounts(pod.Namespace).Create(e.ctx, sa, metav1.CreateOptions{}); err != nil &&
+		!apierrors.IsAlreadyExists(err) {
+		e.t.Fatalf("create ServiceAccount %s/default: %v", pod.Namespace, err)
+	}
 	created, err := e.cs.CoreV1().Pods(pod.Namespace).Create(e.ctx, &pod, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("create Pod %s: %v", pod.Name, err)
