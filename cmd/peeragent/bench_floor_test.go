@@ -40,17 +40,18 @@ func floorConverge(b *testing.B, bgp *server.BgpServer, srv state.Server, calls 
 	for _, r := range shared.Sets {
 		must(b, bgp.AddDefinedSet(ctx, r))
 	}
-	must(b, bgp.AddPolicy(ctx, shared.Policy))
-	must(b, bgp.AddPolicyAssignment(ctx, shared.Assignment))
+	for _, r := range shared.Policies {
+		must(b, bgp.AddPolicy(ctx, r))
+	}
+	for _, r := range shared.Assignments {
+		must(b, bgp.AddPolicyAssignment(ctx, r))
+	}
 	for _, c := range calls {
 		for _, r := range c.Sets {
 			must(b, bgp.AddDefinedSet(ctx, r))
 		}
 		for _, r := range c.Policies {
 			must(b, bgp.AddPolicy(ctx, r))
-		}
-		for _, r := range c.Assignments {
-			must(b, bgp.AddPolicyAssignment(ctx, r))
 		}
 		if c.Member != nil {
 			must(b, bgp.AddDefinedSet(ctx, c.Member))

@@ -15,11 +15,10 @@ import (
 // amount to, without the idempotency checks; benchmarks issue them
 // directly as the floor the agent is measured against.
 type Calls struct {
-	Sets        []*api.AddDefinedSetRequest
-	Policies    []*api.AddPolicyRequest
-	Assignments []*api.AddPolicyAssignmentRequest
-	Member      *api.AddDefinedSetRequest // nil: under the shared export policy
-	Peer        *api.AddPeerRequest
+	Sets     []*api.AddDefinedSetRequest
+	Policies []*api.AddPolicyRequest   // statements appended to the filter policies
+	Member   *api.AddDefinedSetRequest // nil: under the shared export policy
+	Peer     *api.AddPeerRequest
 }
 
 // CallsFor maps a neighbor as the executor does. The request carries the
@@ -43,14 +42,7 @@ func CallsFor(n *state.Neighbor) (Calls, error) {
 			c.Sets = append(c.Sets, &api.AddDefinedSetRequest{DefinedSet: o.set})
 		case opAddPolicy:
 			c.Policies = append(c.Policies, &api.AddPolicyRequest{Policy: o.policy})
-		case opAssign:
-			c.Assignments = append(c.Assignments, &api.AddPolicyAssignmentRequest{Assignment: o.assign})
 		}
 	}
 	return c, nil
-}
-
-// assignment puts one of a neighbor's policies on the global table.
-func assignment(d directedPolicy) *api.PolicyAssignment {
-	return &api.PolicyAssignment{Name: globalTable, Direction: d.dir, Policies: []*api.Policy{{Name: d.policy.Name}}}
 }

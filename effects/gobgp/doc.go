@@ -42,8 +42,9 @@
 //     never deleted while the speaker runs (docs/routes.md §8.3 rule 12).
 //     A neighbor whose policy has rules of its own (a BGPFilter's import or
 //     export rules, a next-hop mode) gets its own objects the first time:
-//     two neighbor sets, prefix sets and import/export policies named after
-//     its address, Calico's statements at the end of its export policy; it
+//     two neighbor sets, prefix sets and import/export statements named
+//     after its address, appended to two shared filter policies, Calico's
+//     statements at the end of its export statements; it
 //     is a member of that set while they exist. They are kept until its
 //     policy is deleted: a filter is attached and detached by switching
 //     the set that guards the rules' statements between the neighbor's

@@ -24,16 +24,18 @@ var sharedSets = []string{
 }
 
 // Shared are the requests that create, on a started speaker, what every
-// neighbor's export shares: the per-family prefix sets, empty; the custom
+// neighbor's policy shares: the per-family prefix sets, empty; the custom
 // neighbor set, empty; the shared export policy (Calico's statements for
 // IPv4 and IPv6 unicast, for every neighbor not in that set; see
-// globalTable) and its assignment to the global table's export. The
-// executor makes them, in this order, at every start (the benchmarks'
-// bare GoBGP loop makes them too).
+// globalTable), the filter policies, empty (the neighbors' own statements
+// go into them), and their assignment to the global table: export the
+// shared one then the filters', import the filters'. The executor makes
+// them, in this order, at every start (the benchmarks' bare GoBGP loop
+// makes them too).
 type Shared struct {
-	Sets       []*api.AddDefinedSetRequest
-	Policy     *api.AddPolicyRequest
-	Assignment *api.AddPolicyAssignmentRequest
+	Sets        []*api.AddDefinedSetRequest
+	Policies    []*api.AddPolicyRequest
+	Assignments []*api.AddPolicyAssignmentRequest
 }
 
 // SharedRequests are the requests of Shared.
@@ -61,17 +63,23 @@ func SharedRequests() Shared {
 			}
 		})...)
 	}
-	out.Policy = &api.AddPolicyRequest{Policy: &api.Policy{Name: exportPolicy, Statements: stmts}}
-	out.Assignment = &api.AddPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
-		Name: globalTable, Direction: api.PolicyDirection_POLICY_DIRECTION_EXPORT,
-		Policies: []*api.Policy{{Name: exportPolicy}}}}
+	out.Policies = []*api.AddPolicyRequest{
+		{Policy: &api.Policy{Name: exportPolicy, Statements: stmts}},
+		{Policy: &api.Policy{Name: filtersImport}},
+		{Policy: &api.Policy{Name: filtersExport}},
+	}
+	out.Assignments = []*api.AddPolicyAssignmentRequest{
+		{Assignment: &api.PolicyAssignment{Name: globalTable, Direction: api.PolicyDirection_POLICY_DIRECTION_EXPORT,
+			Policies: []*api.Policy{{Name: exportPolicy}, {Name: filtersExport}}}},
+		{Assignment: &api.PolicyAssignment{Name: globalTable, Direction: api.PolicyDirection_POLICY_DIRECTION_IMPORT,
+			Policies: []*api.Policy{{Name: filtersImport}}}},
+	}
 	return out
 }
 
 // addShared creates the shared objects on a started speaker, before any
-// neighbor's policy can name them or be assigned after the shared one;
-// they are never deleted while it runs, so deleting a neighbor never fails
-// on "in use".
+// neighbor's statements can name them or go into them; they are never
+// deleted while it runs, so deleting a neighbor never fails on "in use".
 func addShared(ctx context.Context, s *server.BgpServer) error {
 	r := SharedRequests()
 	for _, set := range r.Sets {
@@ -79,11 +87,15 @@ func addShared(ctx context.Context, s *server.BgpServer) error {
 			return fmt.Errorf("create defined set %s: %w", set.DefinedSet.Name, err)
 		}
 	}
-	if err := s.AddPolicy(ctx, r.Policy); err != nil {
-		return fmt.Errorf("create policy %s: %w", exportPolicy, err)
+	for _, p := range r.Policies {
+		if err := s.AddPolicy(ctx, p); err != nil {
+			return fmt.Errorf("create policy %s: %w", p.Policy.Name, err)
+		}
 	}
-	if err := s.AddPolicyAssignment(ctx, r.Assignment); err != nil {
-		return fmt.Errorf("assign policy %s: %w", exportPolicy, err)
+	for _, a := range r.Assignments {
+		if err := s.AddPolicyAssignment(ctx, a); err != nil {
+			return fmt.Errorf("assign policies %s: %w", a.Assignment.Direction, err)
+		}
 	}
 	return nil
 }

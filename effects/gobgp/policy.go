@@ -13,20 +13,24 @@ import (
 //
 // Why global: GoBGP (v3, and v4 still: toPolicyInfo) consults per-peer import/export policies only for
 // route-server clients (other peers use the global table, and
-// SetPolicyAssignment refuses them). So each neighbor's policy is a global
-// policy whose every statement is guarded by a neighbor set holding just
-// that neighbor: on import GoBGP matches the neighbor set against the
-// route's source, on export against the peer being sent to. A policy that
-// does not match leaves the route to the next one, and the global default
-// (accept) applies when none decides.
+// SetPolicyAssignment refuses them). So each neighbor's statements are in
+// global policies, every one guarded by a neighbor set holding just that
+// neighbor: on import GoBGP matches the neighbor set against the route's
+// source, on export against the peer being sent to. A statement that does
+// not match leaves the route to the next one, and the global default
+// (accept) applies when none decides. The neighbors' statements all go
+// into two shared policies (filtersImport, filtersExport), each
+// neighbor's as one run: GoBGP evaluates them exactly as one policy per
+// neighbor, but adding a neighbor's statements to an assigned policy is
+// O(1) where assigning a policy of its own is O(assigned policies).
 //
 // Calico's export statements are the same for every neighbor that wants
 // them alone (they depend on the family only), so they are one shared
 // policy, exportPolicy, assigned at every start before any neighbor's:
 // its statements match every neighbor NOT in the neighbor set
 // customNeighbors. A neighbor whose policy wants something else on export
-// (see excluded) is a member of that set and has its own export policy,
-// Calico's statements included. Per-neighbor export policies would cost
+// (see excluded) is a member of that set and has its own export
+// statements, Calico's included. Per-neighbor export policies would cost
 // GoBGP one policy per neighbor on every route sent to every peer, and
 // every policy call O(policies). GoBGP's neighbor condition is true for an
 // empty set (whatever the match type) and honours INVERT otherwise, so the
@@ -34,10 +38,18 @@ import (
 // O(members) per evaluation.
 const globalTable = "global"
 
-// The shared objects made at every start (see globalTable).
+// The shared objects made at every start (see globalTable). The filter
+// policies hold the statements of every neighbor's own objects, each
+// neighbor's as one run guarded by its own neighbor sets: a neighbor's
+// first filter appends its statements (GoBGP's AddPolicy of an existing
+// policy appends, O(1)) instead of assigning policies of its own, which
+// GoBGP's AddPolicyAssignment does in O(assigned policies)
+// (internal/pkg/table/policy.go:4581-4619).
 const (
 	customNeighbors = "peeragent-custom-neighbors"
 	exportPolicy    = "peeragent-export-calico"
+	filtersImport   = "peeragent-filters-import"
+	filtersExport   = "peeragent-filters-export"
 )
 
 // ownExport says whether p wants more than Calico's export statements:
@@ -57,7 +69,9 @@ func needsOwn(p state.Policy) bool { return len(p.Import) > 0 || ownExport(p) }
 func excluded(p state.Policy) bool { return !p.CalicoExport || needsOwn(p) }
 
 // policyObjects is everything one neighbor's own policy is made of in
-// GoBGP, named after the neighbor's address so that nothing is shared. A
+// GoBGP, named after the neighbor's address: its sets, and its statements,
+// which go into the shared filter policies (assigned holds them, by
+// direction, under the shared policy's name). A
 // standard policy (Calico's export alone) and a zero one have none: the
 // shared export policy, or GoBGP's default, covers the neighbor.
 //
@@ -122,8 +136,8 @@ func objectsFor(a netip.Addr, p state.Policy) (policyObjects, error) {
 	}
 	out.prefixes = b.prefixes
 	for _, d := range []directedPolicy{
-		{api.PolicyDirection_POLICY_DIRECTION_IMPORT, &api.Policy{Name: base + "-import", Statements: imp}},
-		{api.PolicyDirection_POLICY_DIRECTION_EXPORT, &api.Policy{Name: base + "-export", Statements: exp}},
+		{api.PolicyDirection_POLICY_DIRECTION_IMPORT, &api.Policy{Name: filtersImport, Statements: imp}},
+		{api.PolicyDirection_POLICY_DIRECTION_EXPORT, &api.Policy{Name: filtersExport, Statements: exp}},
 	} {
 		if len(d.policy.Statements) > 0 {
 			out.assigned = append(out.assigned, d)

@@ -97,7 +97,7 @@ func TestObjectsFor(t *testing.T) {
 			"prefix-set peeragent-10.0.0.2-import-2-prefix 10.20.0.0/16 16..16",
 			"prefix-set peeragent-10.0.0.2-import-3-prefix 10.30.1.0/24 24..24",
 			"prefix-set peeragent-10.0.0.2-import-4-prefix 10.40.0.0/16 16..32",
-			"import peeragent-10.0.0.2-import",
+			"import peeragent-filters-import",
 			"  peeragent-10.0.0.2-import-1: not-in peeragent-10.0.0.2-import-1-prefix -> reject",
 			"  peeragent-10.0.0.2-import-2: in peeragent-10.0.0.2-import-2-prefix -> accept",
 			"  peeragent-10.0.0.2-import-3: not-in peeragent-10.0.0.2-import-3-prefix -> reject",
@@ -113,7 +113,7 @@ func TestObjectsFor(t *testing.T) {
 			"prefix-set peeragent-10.0.0.2-export-1-prefix 10.0.0.0/8 16..24",
 			"prefix-set peeragent-10.0.0.2-export-2-prefix 10.0.0.0/8 8..24",
 			"prefix-set peeragent-10.0.0.2-export-3-prefix 10.0.0.0/8 8..8",
-			"export peeragent-10.0.0.2-export",
+			"export peeragent-filters-export",
 			"  peeragent-10.0.0.2-export-1: in peeragent-10.0.0.2-export-1-prefix -> accept",
 			"  peeragent-10.0.0.2-export-2: not-in peeragent-10.0.0.2-export-2-prefix -> reject",
 			"  peeragent-10.0.0.2-export-3: in peeragent-10.0.0.2-export-3-prefix -> accept",
@@ -125,7 +125,7 @@ func TestObjectsFor(t *testing.T) {
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
 			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"prefix-set peeragent-10.0.0.2-export-2-prefix 77.0.0.0/16 16..32",
-			"export peeragent-10.0.0.2-export",
+			"export peeragent-filters-export",
 			"  peeragent-10.0.0.2-export-1-ebgp: route-type external -> reject",
 			"  peeragent-10.0.0.2-export-1-ibgp: route-type internal -> reject",
 			"  peeragent-10.0.0.2-export-2-ebgp: in peeragent-10.0.0.2-export-2-prefix route-type external -> accept",
@@ -138,7 +138,7 @@ func TestObjectsFor(t *testing.T) {
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
 			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"prefix-set peeragent-10.0.0.2-import-1-prefix 10.1.0.0/16 16..16",
-			"import peeragent-10.0.0.2-import",
+			"import peeragent-filters-import",
 			"  peeragent-10.0.0.2-import-1: in peeragent-10.0.0.2-import-1-prefix -> accept",
 			"  peeragent-10.0.0.2-import-2: -> reject",
 		}},
@@ -148,14 +148,14 @@ func TestObjectsFor(t *testing.T) {
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
 			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"prefix-set peeragent-10.0.0.2-export-1-prefix 172.16.0.0/12 12..32",
-			"export peeragent-10.0.0.2-export",
+			"export peeragent-filters-export",
 			"  peeragent-10.0.0.2-export-next-hop: next-hop self -> none",
 			"  peeragent-10.0.0.2-export-1: in peeragent-10.0.0.2-export-1-prefix -> reject",
 		}},
 		{"next-hop-keep-alone", v4, state.Policy{NextHop: "keep"}, []string{
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
 			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
-			"export peeragent-10.0.0.2-export",
+			"export peeragent-filters-export",
 			"  peeragent-10.0.0.2-export-next-hop: next-hop unchanged -> none",
 		}},
 		// Calico's export alone: the shared policy covers the neighbor,
@@ -166,9 +166,9 @@ func TestObjectsFor(t *testing.T) {
 		}}, []string{
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
 			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
-			"import peeragent-10.0.0.2-import",
+			"import peeragent-filters-import",
 			"  peeragent-10.0.0.2-import-1: -> reject",
-			"export peeragent-10.0.0.2-export",
+			"export peeragent-filters-export",
 			"  peeragent-10.0.0.2-export-calico-local: route-type local -> accept",
 			"  peeragent-10.0.0.2-export-calico-own: in peeragent-own-v4 -> reject",
 			"  peeragent-10.0.0.2-export-calico-nobgp: in peeragent-nobgp-v4 -> reject",
@@ -183,7 +183,7 @@ func TestObjectsFor(t *testing.T) {
 			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
 			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
 			"prefix-set peeragent-10.0.0.2-export-1-prefix 10.99.0.0/24 24..24",
-			"export peeragent-10.0.0.2-export",
+			"export peeragent-filters-export",
 			"  peeragent-10.0.0.2-export-next-hop: next-hop self -> none",
 			"  peeragent-10.0.0.2-export-1: in peeragent-10.0.0.2-export-1-prefix -> accept",
 			"  peeragent-10.0.0.2-export-calico-local: route-type local -> accept",
@@ -198,7 +198,7 @@ func TestObjectsFor(t *testing.T) {
 			"neighbor-set peeragent-fd00::2-neighbor [fd00::2/128]",
 			"neighbor-set peeragent-fd00::2-filter [fd00::2/128]",
 			"prefix-set peeragent-fd00::2-import-1-prefix fd00:10::/32 48..64",
-			"import peeragent-fd00::2-import",
+			"import peeragent-filters-import",
 			"  peeragent-fd00::2-import-1: in peeragent-fd00::2-import-1-prefix -> accept",
 		}},
 	}
@@ -218,7 +218,8 @@ func TestObjectsFor(t *testing.T) {
 // TestSharedRequests: the shared export policy is Calico's statements for
 // IPv4 then IPv6 unicast, each for every neighbor not in the custom set,
 // after the shared sets it names (the custom set last), assigned to the
-// global table's export.
+// global table's export before the filter policies (empty), the import
+// filter policy to its import.
 func TestSharedRequests(t *testing.T) {
 	r := SharedRequests()
 	var sets []string
@@ -235,7 +236,12 @@ func TestSharedRequests(t *testing.T) {
 		t.Errorf("sets (-want +got):\n%s", d)
 	}
 	var stmts []string
-	for _, st := range r.Policy.Policy.Statements {
+	if len(r.Policies) != 3 || r.Policies[0].Policy.Name != exportPolicy ||
+		r.Policies[1].Policy.Name != filtersImport || len(r.Policies[1].Policy.Statements) != 0 ||
+		r.Policies[2].Policy.Name != filtersExport || len(r.Policies[2].Policy.Statements) != 0 {
+		t.Fatalf("policies %v, want the shared export policy then the empty filter policies", r.Policies)
+	}
+	for _, st := range r.Policies[0].Policy.Statements {
 		c := st.Conditions
 		if c.NeighborSet.GetName() != customNeighbors || c.NeighborSet.Type != api.MatchSet_TYPE_INVERT {
 			t.Errorf("%s: neighbor condition %v", st.Name, c.NeighborSet)
@@ -262,10 +268,23 @@ func TestSharedRequests(t *testing.T) {
 	if d := cmp.Diff(want, stmts); d != "" {
 		t.Errorf("statements (-want +got):\n%s", d)
 	}
-	a := r.Assignment.Assignment
-	if a.Name != globalTable || a.Direction != api.PolicyDirection_POLICY_DIRECTION_EXPORT ||
-		len(a.Policies) != 1 || a.Policies[0].Name != r.Policy.Policy.Name {
-		t.Errorf("assignment %v", a)
+	var assigned []string
+	for _, a := range r.Assignments {
+		var names []string
+		for _, p := range a.Assignment.Policies {
+			names = append(names, p.Name)
+		}
+		if a.Assignment.Name != globalTable {
+			t.Errorf("assignment to %q", a.Assignment.Name)
+		}
+		assigned = append(assigned, fmt.Sprintf("%s %v", a.Assignment.Direction, names))
+	}
+	wantAssigned := []string{
+		"POLICY_DIRECTION_EXPORT [peeragent-export-calico peeragent-filters-export]",
+		"POLICY_DIRECTION_IMPORT [peeragent-filters-import]",
+	}
+	if d := cmp.Diff(wantAssigned, assigned); d != "" {
+		t.Errorf("assignments (-want +got):\n%s", d)
 	}
 }
 

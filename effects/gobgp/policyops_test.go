@@ -12,9 +12,11 @@ import (
 
 // TestPlanPolicyInPlace: the calls of a policy churn on one configured
 // neighbor, step by step from a fresh speaker. Only the first filter and a
-// change of shape make or remove policies (GoBGP calls that cost
-// O(neighbors) or O(policies)); attaching, detaching and re-attaching with
-// other CIDRs are set edits and the soft reset.
+// change of shape add or remove statements (appended to the filter
+// policies; removed with GoBGP's DeletePolicy, which walks every
+// neighbor); attaching, detaching and re-attaching with other CIDRs are
+// set edits and the soft reset. No call assigns a policy (O(assigned
+// policies) in GoBGP).
 func TestPlanPolicyInPlace(t *testing.T) {
 	a := netip.MustParseAddr("10.0.0.2")
 	standard := state.Policy{CalicoExport: true}
@@ -25,6 +27,9 @@ func TestPlanPolicyInPlace(t *testing.T) {
 	}
 	reshaped := filter("10.1.0.0/16")
 	reshaped.Export = append(reshaped.Export, state.Rule{Filter: "f", Action: "accept"})
+	const calicoStmts = "peeragent-10.0.0.2-export-calico-local peeragent-10.0.0.2-export-calico-own " +
+		"peeragent-10.0.0.2-export-calico-nobgp peeragent-10.0.0.2-export-calico-pools peeragent-10.0.0.2-export-calico-reject"
+	const exportStmts = "peeragent-10.0.0.2-export-1 " + calicoStmts
 	steps := []struct {
 		name   string
 		policy state.Policy
@@ -33,8 +38,8 @@ func TestPlanPolicyInPlace(t *testing.T) {
 		{"standard", standard, []string{"reset"}},
 		{"first-filter", filter("10.1.0.0/16"), []string{
 			"add-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]", "add-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
-			"add-set peeragent-10.0.0.2-export-1-prefix [10.1.0.0/16]", "add-policy peeragent-10.0.0.2-export",
-			"assign peeragent-10.0.0.2-export", "join", "reset"}},
+			"add-set peeragent-10.0.0.2-export-1-prefix [10.1.0.0/16]", "add-statements peeragent-filters-export [" + exportStmts + "]",
+			"join", "reset"}},
 		{"same-again", filter("10.1.0.0/16"), nil},
 		{"detach", standard, []string{
 			"add-set peeragent-10.0.0.2-filter [0.0.0.0/32]", "del-set peeragent-10.0.0.2-filter [10.0.0.2/32]", "reset"}},
@@ -44,11 +49,14 @@ func TestPlanPolicyInPlace(t *testing.T) {
 		{"rewrite-attached", filter("10.3.0.0/16"), []string{
 			"add-set peeragent-10.0.0.2-export-1-prefix [10.3.0.0/16]", "del-set peeragent-10.0.0.2-export-1-prefix [10.2.0.0/16]", "reset"}},
 		{"change-shape", reshaped, []string{"leave",
-			"unassign peeragent-10.0.0.2-export", "del-policy peeragent-10.0.0.2-export",
+			"del-statements peeragent-filters-export [" + exportStmts + "]",
+			"del-statement peeragent-10.0.0.2-export-1", "del-statement peeragent-10.0.0.2-export-calico-local",
+			"del-statement peeragent-10.0.0.2-export-calico-own", "del-statement peeragent-10.0.0.2-export-calico-nobgp",
+			"del-statement peeragent-10.0.0.2-export-calico-pools", "del-statement peeragent-10.0.0.2-export-calico-reject",
 			"del-set-all peeragent-10.0.0.2-neighbor", "del-set-all peeragent-10.0.0.2-filter", "del-set-all peeragent-10.0.0.2-export-1-prefix",
 			"add-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]", "add-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
-			"add-set peeragent-10.0.0.2-export-1-prefix [10.1.0.0/16]", "add-policy peeragent-10.0.0.2-export",
-			"assign peeragent-10.0.0.2-export", "join", "reset"}},
+			"add-set peeragent-10.0.0.2-export-1-prefix [10.1.0.0/16]", "add-statements peeragent-filters-export [peeragent-10.0.0.2-export-1 peeragent-10.0.0.2-export-2 " + calicoStmts + "]",
+			"join", "reset"}},
 		{"detach-reshaped", standard, []string{
 			"add-set peeragent-10.0.0.2-filter [0.0.0.0/32]", "del-set peeragent-10.0.0.2-filter [10.0.0.2/32]", "reset"}},
 	}
@@ -69,8 +77,8 @@ func TestPlanPolicyInPlace(t *testing.T) {
 }
 
 func opLine(o policyOp) string {
-	name := map[opKind]string{opAddSet: "add-set", opDelSet: "del-set", opAddPolicy: "add-policy", opDelPolicy: "del-policy",
-		opAssign: "assign", opUnassign: "unassign", opJoin: "join", opLeave: "leave", opReset: "reset"}[o.kind]
+	name := map[opKind]string{opAddSet: "add-set", opDelSet: "del-set", opAddPolicy: "add-statements", opDelStatements: "del-statements",
+		opDelStatement: "del-statement", opJoin: "join", opLeave: "leave", opReset: "reset"}[o.kind]
 	switch {
 	case o.kind == opJoin || o.kind == opLeave || o.kind == opReset:
 		return name
@@ -82,10 +90,14 @@ func opLine(o policyOp) string {
 			entries = append(entries, p.IpPrefix)
 		}
 		return name + " " + o.set.Name + " [" + strings.Join(entries, " ") + "]"
+	case o.kind == opDelStatement:
+		return name + " " + o.policy.Statements[0].Name
 	case o.policy != nil:
-		return name + " " + o.policy.Name
-	case o.assign != nil:
-		return name + " " + o.assign.Policies[0].Name
+		var sts []string
+		for _, st := range o.policy.Statements {
+			sts = append(sts, st.Name)
+		}
+		return name + " " + o.policy.Name + " [" + strings.Join(sts, " ") + "]"
 	}
 	return name
 }
@@ -101,7 +113,7 @@ func TestCallsForIsTheFirstSetPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Sets)+len(c.Policies)+len(c.Assignments) != 0 || c.Member != nil || c.Peer == nil {
+	if len(c.Sets)+len(c.Policies) != 0 || c.Member != nil || c.Peer == nil {
 		t.Fatalf("standard policy: %+v, want the peer alone", c)
 	}
 	n.Policy.Export = []state.Rule{{Filter: "f", Action: "reject", Operator: "In", Prefix: netip.MustParsePrefix("10.1.0.0/16")}}
@@ -116,7 +128,7 @@ func TestCallsForIsTheFirstSetPolicy(t *testing.T) {
 		got = append(got, s.DefinedSet.Name)
 	}
 	want := []string{"peeragent-10.0.0.2-neighbor", "peeragent-10.0.0.2-filter", "peeragent-10.0.0.2-export-1-prefix"}
-	if d := cmp.Diff(want, got); d != "" || len(c.Policies) != 1 || len(c.Assignments) != 1 || c.Member == nil {
-		t.Fatalf("filtered: sets (-want +got):\n%s\npolicies %d, assignments %d, member %v", d, len(c.Policies), len(c.Assignments), c.Member)
+	if d := cmp.Diff(want, got); d != "" || len(c.Policies) != 1 || c.Policies[0].Policy.Name != filtersExport || c.Member == nil {
+		t.Fatalf("filtered: sets (-want +got):\n%s\npolicies %v, member %v", d, c.Policies, c.Member)
 	}
 }

@@ -18,24 +18,22 @@ import (
 type policyOp struct {
 	kind   opKind
 	set    *api.DefinedSet
-	all    bool // opDelSet: the whole set, not the listed entries
-	policy *api.Policy
-	assign *api.PolicyAssignment
-	addr   netip.Addr // opReset
+	all    bool        // opDelSet: the whole set, not the listed entries
+	policy *api.Policy // opAddPolicy: statements to append; opDelStatements: their names
+	addr   netip.Addr  // opReset
 }
 
 type opKind int
 
 const (
-	opAddSet    opKind = iota // AddDefinedSet, Replace false (appends to an existing set)
-	opDelSet                  // DeleteDefinedSet; absent is success
-	opAddPolicy               // AddPolicy
-	opDelPolicy               // DeletePolicy, All (and its statements); absent is success
-	opAssign                  // AddPolicyAssignment
-	opUnassign                // DeletePolicyAssignment; absent is success
-	opJoin                    // AddDefinedSet of the neighbor to customNeighbors
-	opLeave                   // DeleteDefinedSet of the neighbor from customNeighbors
-	opReset                   // ResetPeer, soft, both directions; absent is success
+	opAddSet        opKind = iota // AddDefinedSet, Replace false (appends to an existing set)
+	opDelSet                      // DeleteDefinedSet; absent is success
+	opAddPolicy                   // AddPolicy of a filter policy: appends the statements
+	opDelStatements               // DeletePolicy, not All, statements preserved: out of a filter policy
+	opDelStatement                // DeleteStatement, All: the statement itself; absent is success
+	opJoin                        // AddDefinedSet of the neighbor to customNeighbors
+	opLeave                       // DeleteDefinedSet of the neighbor from customNeighbors
+	opReset                       // ResetPeer, soft, both directions; absent is success
 )
 
 func (o policyOp) do(ctx context.Context, s *server.BgpServer) error {
@@ -46,12 +44,12 @@ func (o policyOp) do(ctx context.Context, s *server.BgpServer) error {
 		return ignoreAbsent(s.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: o.set, All: o.all}))
 	case opAddPolicy:
 		return s.AddPolicy(ctx, &api.AddPolicyRequest{Policy: o.policy})
-	case opDelPolicy:
-		return ignoreAbsent(s.DeletePolicy(ctx, &api.DeletePolicyRequest{Policy: o.policy, All: true}))
-	case opAssign:
-		return s.AddPolicyAssignment(ctx, &api.AddPolicyAssignmentRequest{Assignment: o.assign})
-	case opUnassign:
-		return ignoreAbsent(s.DeletePolicyAssignment(ctx, &api.DeletePolicyAssignmentRequest{Assignment: o.assign}))
+	case opDelStatements:
+		// PreserveStatements: GoBGP would otherwise look up every statement
+		// left in the policy in every policy (internal/pkg/table/policy.go:4558-4566).
+		return ignoreAbsent(s.DeletePolicy(ctx, &api.DeletePolicyRequest{Policy: o.policy, PreserveStatements: true}))
+	case opDelStatement:
+		return ignoreAbsent(s.DeleteStatement(ctx, &api.DeleteStatementRequest{Statement: o.policy.Statements[0], All: true}))
 	case opReset:
 		return ignoreAbsent(s.ResetPeer(ctx, &api.ResetPeerRequest{
 			Address: o.addr.String(), Soft: true, Direction: api.ResetPeerRequest_DIRECTION_BOTH,
@@ -92,8 +90,9 @@ func rewriteOps(from, to policyObjects) []policyOp {
 	return out
 }
 
-// creationOps make o: the sets, then the policies that use them, then the
-// policies' assignment to the global table (see globalTable for why).
+// creationOps make o: the sets, then the statements that use them,
+// appended to the filter policies (already assigned to the global table
+// at start: see globalTable for why global).
 func creationOps(o policyObjects) []policyOp {
 	var out []policyOp
 	for _, s := range append([]*api.DefinedSet{o.neighbor, o.filter}, o.prefixes...) {
@@ -104,21 +103,24 @@ func creationOps(o policyObjects) []policyOp {
 	for _, d := range o.assigned {
 		out = append(out, policyOp{kind: opAddPolicy, policy: d.policy})
 	}
-	for _, d := range o.assigned {
-		out = append(out, policyOp{kind: opAssign, assign: assignment(d)})
-	}
 	return out
 }
 
-// removalOps delete every object of os: assignments first, then policies
-// (with their statements), then the sets they used: GoBGP refuses to
-// delete what is still referenced.
+// removalOps delete every object of os: the statements are taken out of
+// the filter policies and deleted, then the sets they used: GoBGP refuses
+// to delete what is still referenced.
 func removalOps(os []policyObjects) []policyOp {
 	var out []policyOp
 	for _, o := range os {
 		for _, d := range o.assigned {
-			out = append(out, policyOp{kind: opUnassign, assign: assignment(d)},
-				policyOp{kind: opDelPolicy, policy: &api.Policy{Name: d.policy.Name}})
+			names := &api.Policy{Name: d.policy.Name}
+			for _, st := range d.policy.Statements {
+				names.Statements = append(names.Statements, &api.Statement{Name: st.Name})
+			}
+			out = append(out, policyOp{kind: opDelStatements, policy: names})
+			for _, st := range names.Statements {
+				out = append(out, policyOp{kind: opDelStatement, policy: &api.Policy{Statements: []*api.Statement{st}}})
+			}
 		}
 	}
 	for _, o := range os {

@@ -22,7 +22,8 @@ that AddPeer returned.
 
 **Convergence** is the time from the first Dispatch to the return of the Execute that confirmed
 the last neighbor. The **floor** is a fresh GoBGP server fed by a plain loop: StartBgp, then for
-each neighbor the AddDefinedSet, AddPolicy and AddPolicyAssignment of its policy and AddPeer, in
+each neighbor the AddDefinedSet and AddPolicy of its policy (its statements appended to the shared
+filter policies) and AddPeer, in
 the agent's order, with the exact requests the executor builds (gobgp.CallsFor, computed before
 the clock starts); timed from StartBgp to the last AddPeer's return. One server runs at a time
 (GoBGP's StartBgp sets package state): for the mesh the agent and the floor take turns going
@@ -97,10 +98,13 @@ with the number of neighbors where v4.8.0 offers one that does not. What each re
 | SetPolicy (a BGPFilter attached, detached, re-attached with other CIDRs) | ` + "`" + `DeletePolicy` + "`" + ` (builds every neighbor's ID, G ` + "`" + `pkg/server/server.go` + "`" + ` L4318, then scans every statement), ` + "`" + `DeleteDefinedSet` + "`" + ` whole (scans every policy's statements), ` + "`" + `Add` + "`" + `/` + "`" + `DeletePolicyAssignment` + "`" + ` (O(assigned policies)), leaving the custom neighbor set (` + "`" + `NeighborSet.Remove` + "`" + `, O(members), G ` + "`" + `internal/pkg/table/policy.go` + "`" + ` L647) | in place: the neighbor's objects are made once and kept, its filter set switched between its address and the unspecified one (two edits of a one-entry set), its prefix sets rewritten in place, then the soft reset (docs/routes.md §8.3 rule 12) |
 | AddPath, DeletePath | none of the executor's (the record of configured peers answers ResetOut) | one Execute's own IPv4 paths share their attribute list |
 
-What stays O(neighbors) is GoBGP's own, only where v4.8.0 has no other call: a neighbor's first
-BGPFilter (` + "`" + `AddPolicyAssignment` + "`" + `, O(assigned policies)), a BGPFilter of another shape, and the
-removal of a neighbor that has policy objects of its own (` + "`" + `DeletePolicy` + "`" + `, whole-set
-` + "`" + `DeleteDefinedSet` + "`" + `, leaving the custom set); every call also waits its turn on GoBGP's event loop.
+What stays O(neighbors) is GoBGP's own, only where v4.8.0 has no other call: a BGPFilter of another
+shape and the removal of a neighbor that has policy objects of its own (` + "`" + `DeletePolicy` + "`" + `, whole-set
+` + "`" + `DeleteDefinedSet` + "`" + `, each statement's ` + "`" + `DeleteStatement` + "`" + `, leaving the custom set); every call also
+waits its turn on GoBGP's event loop. A neighbor's first BGPFilter appends its statements to the
+shared filter policies (` + "`" + `AddPolicy` + "`" + ` of an existing policy: O(its statements)) instead of assigning
+policies of its own (` + "`" + `AddPolicyAssignment` + "`" + `, O(assigned policies), G ` + "`" + `internal/pkg/table/policy.go` + "`" + `
+L4581-4619).
 `
 
 // profileIntro explains the profile table.
