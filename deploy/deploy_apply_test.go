@@ -196,6 +196,8 @@ func checkSecretRole(ctx context.Context, t *testing.T, admin *rest.Config, cs k
 	check("list every secret", err, false)
 	_, err = secrets.Watch(ctx, metav1.ListOptions{})
 	check("watch every secret", err, false)
-	_, err = kubernetes.NewForConfigOrDie(sa).CoreV1().Secrets("kube-system").List(ctx, byName(exampleSecret))
-	check("list metadata.name="+exampleSecret+" in kube-system", err, false)
+	// A Role names Secrets of its own namespace only (calico/'s, applied
+	// above, grants the same name in kube-system, not here).
+	_, err = kubernetes.NewForConfigOrDie(sa).CoreV1().Secrets("default").List(ctx, byName(exampleSecret))
+	check("list metadata.name="+exampleSecret+" in default", err, false)
 }
