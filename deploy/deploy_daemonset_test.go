@@ -293,11 +293,16 @@ func TestDaemonSet(t *testing.T) {
 			if len(pod.InitContainers) != 1 {
 				return fmt.Errorf("%d init containers, want the one raising net.core.optmem_max", len(pod.InitContainers))
 			}
+			// The agent's own image (one image for an air-gapped cluster),
+			// its sysctl subcommand, with a setting it accepts.
 			ic := pod.InitContainers[0]
-			script := strings.Join(ic.Command, " ")
-			if !strings.Contains(script, "/proc/sys/net/core/optmem_max") || !strings.Contains(script, "-lt") ||
-				ic.SecurityContext == nil || ic.SecurityContext.Privileged == nil || !*ic.SecurityContext.Privileged {
-				return fmt.Errorf("init container %s: %q, privileged %v; want a privileged raise of optmem_max", ic.Name, script, ic.SecurityContext)
+			if ic.Image != c.Image || !slices.Equal(ic.Command, []string{"/peeragent"}) ||
+				!slices.Equal(ic.Args, []string{"sysctl", "net.core.optmem_max=4194304"}) {
+				return fmt.Errorf("init container %s: image %q command %q args %q; want %q /peeragent sysctl net.core.optmem_max=4194304",
+					ic.Name, ic.Image, ic.Command, ic.Args, c.Image)
+			}
+			if ic.SecurityContext == nil || ic.SecurityContext.Privileged == nil || !*ic.SecurityContext.Privileged {
+				return fmt.Errorf("init container %s: %v; want privileged (it writes /proc/sys)", ic.Name, ic.SecurityContext)
 			}
 			return nil
 		}},

@@ -15,7 +15,16 @@ import (
 // cluster-scoped resource).
 type access struct {
 	verb, group, resource, namespace string
+	// name is the object's name: a get's, or a list's or watch's
+	// field selector metadata.name=NAME (the API server authorizes such a
+	// list or watch as a request for that name); "" for a request of every
+	// object.
+	name string
 }
+
+// exampleSecret is the Secret example-bgppeer.yaml references, the one
+// name the default Role grants.
+const exampleSecret = "bgp-passwords"
 
 // allowed evaluates the RBAC objects of deploy/ the way the API server's
 // RBAC authorizer does, for the agent's ServiceAccount.
@@ -30,7 +39,8 @@ func allowed(ms []manifest, a access) bool {
 	ruleAllows := func(key string) bool {
 		return slices.ContainsFunc(roles[key], func(r rbacv1.PolicyRule) bool {
 			return matches(r.Verbs, a.verb) && matches(r.APIGroups, a.group) &&
-				matches(r.Resources, a.resource) && len(r.ResourceNames) == 0
+				matches(r.Resources, a.resource) &&
+				(len(r.ResourceNames) == 0 || a.name != "" && slices.Contains(r.ResourceNames, a.name))
 		})
 	}
 	for _, b := range all[*rbacv1.ClusterRoleBinding](ms) {
@@ -78,67 +88,69 @@ func TestRBACAccess(t *testing.T) {
 		for _, res := range []string{"bgppeers", "bgpconfigurations", "bgpfilters", "blockaffinities", "ippools"} {
 			for _, verb := range readVerbs {
 				cases = append(cases, accessCase{
-					kebab(verb, res, group), access{verb, group, res, ""}, true})
+					kebab(verb, res, group), access{verb, group, res, "", ""}, true})
 			}
 		}
 	}
 	for _, verb := range readVerbs {
 		cases = append(cases,
-			accessCase{kebab(verb, "nodes"), access{verb, "", "nodes", ""}, true},
-			accessCase{kebab(verb, "secrets-in-secrets-namespace"), access{verb, "", "secrets", secretsNamespace}, true})
+			accessCase{kebab(verb, "nodes"), access{verb, "", "nodes", "", ""}, true},
+			accessCase{kebab(verb, "the-example-secret"), access{verb, "", "secrets", secretsNamespace, exampleSecret}, true},
+			accessCase{kebab("no", verb, "other-secrets-in-secrets-namespace"), access{verb, "", "secrets", secretsNamespace, "calicovpp-ipsec-psk"}, false},
+			accessCase{kebab("no", verb, "every-secret-in-secrets-namespace"), access{verb, "", "secrets", secretsNamespace, ""}, false})
 	}
 	for _, verb := range []string{"list", "watch"} {
-		cases = append(cases, accessCase{kebab(verb, "pods"), access{verb, "", "pods", ""}, true},
-			accessCase{kebab(verb, "services"), access{verb, "", "services", ""}, true},
-			accessCase{kebab(verb, "endpointslices"), access{verb, "discovery.k8s.io", "endpointslices", ""}, true})
+		cases = append(cases, accessCase{kebab(verb, "pods"), access{verb, "", "pods", "", ""}, true},
+			accessCase{kebab(verb, "services"), access{verb, "", "services", "", ""}, true},
+			accessCase{kebab(verb, "endpointslices"), access{verb, "discovery.k8s.io", "endpointslices", "", ""}, true})
 	}
 	// What --report-status writes (watch/status), in both groups.
 	for _, group := range []string{"crd.projectcalico.org", "projectcalico.org"} {
 		for _, verb := range append(readVerbs, "update") {
-			cases = append(cases, accessCase{kebab(verb, "caliconodestatuses", group), access{verb, group, "caliconodestatuses", ""}, true})
+			cases = append(cases, accessCase{kebab(verb, "caliconodestatuses", group), access{verb, group, "caliconodestatuses", "", ""}, true})
 		}
 		cases = append(cases,
-			accessCase{kebab("update-caliconodestatuses-status", group), access{"update", group, "caliconodestatuses/status", ""}, true},
-			accessCase{kebab("no-create-caliconodestatuses", group), access{"create", group, "caliconodestatuses", ""}, false},
-			accessCase{kebab("no-delete-caliconodestatuses", group), access{"delete", group, "caliconodestatuses", ""}, false},
-			accessCase{kebab("no-patch-caliconodestatuses", group), access{"patch", group, "caliconodestatuses", ""}, false})
+			accessCase{kebab("update-caliconodestatuses-status", group), access{"update", group, "caliconodestatuses/status", "", ""}, true},
+			accessCase{kebab("no-create-caliconodestatuses", group), access{"create", group, "caliconodestatuses", "", ""}, false},
+			accessCase{kebab("no-delete-caliconodestatuses", group), access{"delete", group, "caliconodestatuses", "", ""}, false},
+			accessCase{kebab("no-patch-caliconodestatuses", group), access{"patch", group, "caliconodestatuses", "", ""}, false})
 	}
 	for _, ns := range []string{"", "default", secretsNamespace} {
 		for _, verb := range []string{"create", "patch"} {
-			cases = append(cases, accessCase{kebab(verb, "events", ns), access{verb, "", "events", ns}, true})
+			cases = append(cases, accessCase{kebab(verb, "events", ns), access{verb, "", "events", ns, ""}, true})
 		}
 	}
 	cases = append(cases, []accessCase{
-		{"no-delete-events", access{"delete", "", "events", "default"}, false},
-		{"no-update-events", access{"update", "", "events", "default"}, false},
-		{"no-list-events", access{"list", "", "events", ""}, false},
-		{"no-events-k8s-io", access{"create", "events.k8s.io", "events", "default"}, false},
-		{"no-create-bgppeers", access{"create", "crd.projectcalico.org", "bgppeers", ""}, false},
-		{"no-update-bgppeers-v3", access{"update", "projectcalico.org", "bgppeers", ""}, false},
-		{"no-delete-bgpfilters", access{"delete", "crd.projectcalico.org", "bgpfilters", ""}, false},
-		{"no-patch-bgpconfigurations", access{"patch", "crd.projectcalico.org", "bgpconfigurations", ""}, false},
-		{"no-update-bgppeers-status", access{"update", "crd.projectcalico.org", "bgppeers/status", ""}, false},
-		{"no-other-calico-objects", access{"list", "crd.projectcalico.org", "ipamblocks", ""}, false},
-		{"no-other-calico-objects-v3", access{"list", "projectcalico.org", "felixconfigurations", ""}, false},
-		{"no-update-ippools", access{"update", "crd.projectcalico.org", "ippools", ""}, false},
-		{"no-delete-blockaffinities-v3", access{"delete", "projectcalico.org", "blockaffinities", ""}, false},
-		{"no-patch-nodes", access{"patch", "", "nodes", ""}, false},
-		{"no-update-nodes-status", access{"update", "", "nodes/status", ""}, false},
-		{"no-secrets-cluster-wide", access{"list", "", "secrets", ""}, false},
-		{"no-secrets-in-kube-system", access{"get", "", "secrets", "kube-system"}, false},
-		{"no-secrets-in-default", access{"watch", "", "secrets", "default"}, false},
-		{"no-secrets-in-agent-namespace", access{"get", "", "secrets", agentNamespace}, false},
-		{"no-create-secrets-in-secrets-namespace", access{"create", "", "secrets", secretsNamespace}, false},
-		{"no-update-secrets-in-secrets-namespace", access{"update", "", "secrets", secretsNamespace}, false},
-		{"no-configmaps-in-secrets-namespace", access{"get", "", "configmaps", secretsNamespace}, false},
-		{"no-get-pods", access{"get", "", "pods", ""}, false},
-		{"no-delete-pods", access{"delete", "", "pods", ""}, false},
-		{"no-pods-exec", access{"create", "", "pods/exec", ""}, false},
-		{"no-pods-log", access{"get", "", "pods/log", ""}, false},
-		{"no-get-services", access{"get", "", "services", ""}, false},
-		{"no-update-services-status", access{"update", "", "services/status", ""}, false},
-		{"no-get-endpointslices", access{"get", "discovery.k8s.io", "endpointslices", ""}, false},
-		{"no-endpoints", access{"list", "", "endpoints", ""}, false},
+		{"no-delete-events", access{"delete", "", "events", "default", ""}, false},
+		{"no-update-events", access{"update", "", "events", "default", ""}, false},
+		{"no-list-events", access{"list", "", "events", "", ""}, false},
+		{"no-events-k8s-io", access{"create", "events.k8s.io", "events", "default", ""}, false},
+		{"no-create-bgppeers", access{"create", "crd.projectcalico.org", "bgppeers", "", ""}, false},
+		{"no-update-bgppeers-v3", access{"update", "projectcalico.org", "bgppeers", "", ""}, false},
+		{"no-delete-bgpfilters", access{"delete", "crd.projectcalico.org", "bgpfilters", "", ""}, false},
+		{"no-patch-bgpconfigurations", access{"patch", "crd.projectcalico.org", "bgpconfigurations", "", ""}, false},
+		{"no-update-bgppeers-status", access{"update", "crd.projectcalico.org", "bgppeers/status", "", ""}, false},
+		{"no-other-calico-objects", access{"list", "crd.projectcalico.org", "ipamblocks", "", ""}, false},
+		{"no-other-calico-objects-v3", access{"list", "projectcalico.org", "felixconfigurations", "", ""}, false},
+		{"no-update-ippools", access{"update", "crd.projectcalico.org", "ippools", "", ""}, false},
+		{"no-delete-blockaffinities-v3", access{"delete", "projectcalico.org", "blockaffinities", "", ""}, false},
+		{"no-patch-nodes", access{"patch", "", "nodes", "", ""}, false},
+		{"no-update-nodes-status", access{"update", "", "nodes/status", "", ""}, false},
+		{"no-secrets-cluster-wide", access{"list", "", "secrets", "", ""}, false},
+		{"no-secrets-in-kube-system", access{"get", "", "secrets", "kube-system", exampleSecret}, false},
+		{"no-secrets-in-default", access{"watch", "", "secrets", "default", ""}, false},
+		{"no-secrets-in-agent-namespace", access{"get", "", "secrets", agentNamespace, exampleSecret}, false},
+		{"no-create-secrets-in-secrets-namespace", access{"create", "", "secrets", secretsNamespace, ""}, false},
+		{"no-update-secrets-in-secrets-namespace", access{"update", "", "secrets", secretsNamespace, exampleSecret}, false},
+		{"no-configmaps-in-secrets-namespace", access{"get", "", "configmaps", secretsNamespace, ""}, false},
+		{"no-get-pods", access{"get", "", "pods", "", ""}, false},
+		{"no-delete-pods", access{"delete", "", "pods", "", ""}, false},
+		{"no-pods-exec", access{"create", "", "pods/exec", "", ""}, false},
+		{"no-pods-log", access{"get", "", "pods/log", "", ""}, false},
+		{"no-get-services", access{"get", "", "services", "", ""}, false},
+		{"no-update-services-status", access{"update", "", "services/status", "", ""}, false},
+		{"no-get-endpointslices", access{"get", "discovery.k8s.io", "endpointslices", "", ""}, false},
+		{"no-endpoints", access{"list", "", "endpoints", "", ""}, false},
 	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -185,6 +197,9 @@ func TestRBACShape(t *testing.T) {
 				for _, rule := range r.Rules {
 					if !slices.Equal(rule.APIGroups, []string{""}) || !slices.Equal(rule.Resources, []string{"secrets"}) {
 						errs = append(errs, fmt.Errorf("Role %s: rule for %v %v, want core secrets only", r.Name, rule.APIGroups, rule.Resources))
+					}
+					if len(rule.ResourceNames) == 0 {
+						errs = append(errs, fmt.Errorf("Role %s: a rule without resourceNames grants every Secret of %s", r.Name, r.Namespace))
 					}
 				}
 			}

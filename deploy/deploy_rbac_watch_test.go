@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynfake "k8s.io/client-go/dynamic/fake"
@@ -96,7 +97,7 @@ func watcherRequests(t *testing.T, group string) []access {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.Watch("tor-md5")
+	k.Watch(exampleSecret)
 	k.WatchServices() // docs/routes.md §8.4: while a service range is configured
 	var mu sync.Mutex
 	synced := map[state.Kind]bool{}
@@ -195,6 +196,26 @@ func reporterRequests(t *testing.T, group string) []access {
 	}
 }
 
+// requestName is the object name an action is authorized for: a get's
+// name, or a list's or watch's field selector metadata.name=NAME (the API
+// server's request info takes the name from it, so resourceNames apply).
+func requestName(a k8stesting.Action) string {
+	var f fields.Selector
+	switch a := a.(type) {
+	case k8stesting.GetAction:
+		return a.GetName()
+	case k8stesting.ListAction:
+		f = a.GetListRestrictions().Fields
+	case k8stesting.WatchAction:
+		f = a.GetWatchRestrictions().Fields
+	}
+	if f == nil {
+		return ""
+	}
+	name, _ := f.RequiresExactMatch("metadata.name")
+	return name
+}
+
 // requests turns the fakes' recorded actions into RBAC requests.
 func requests(lists ...[]k8stesting.Action) []access {
 	seen := map[access]bool{}
@@ -205,7 +226,7 @@ func requests(lists ...[]k8stesting.Action) []access {
 			if a.GetSubresource() != "" {
 				res += "/" + a.GetSubresource()
 			}
-			seen[access{a.GetVerb(), r.Group, res, a.GetNamespace()}] = true
+			seen[access{a.GetVerb(), r.Group, res, a.GetNamespace(), requestName(a)}] = true
 		}
 	}
 	out := slices.Collect(maps.Keys(seen))

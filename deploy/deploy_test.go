@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
@@ -167,7 +168,13 @@ type manifest struct {
 
 func (m manifest) String() string { return fmt.Sprintf("%s#%d (%s)", m.file, m.index, m.gvk.Kind) }
 
-// manifestFiles lists the YAML files under deploy/, except the
+// fileDirs are the directories of deploy/ whose YAML files are whole
+// manifests, loaded file by file. The other directories are overlays of
+// base/ (patches and additions), checked through what kustomize renders
+// (deploy_kustomize_test.go).
+var fileDirs = []string{".", "base", "crds", "crds/v3", "monitoring"}
+
+// manifestFiles lists the YAML files of fileDirs, except the
 // kustomization.yaml files.
 func manifestFiles(t *testing.T) []string {
 	t.Helper()
@@ -175,6 +182,9 @@ func manifestFiles(t *testing.T) []string {
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && !slices.Contains(fileDirs, filepath.ToSlash(path)) {
+			return fs.SkipDir
 		}
 		ext := filepath.Ext(path)
 		if !d.IsDir() && (ext == ".yaml" || ext == ".yml") && d.Name() != "kustomization.yaml" {

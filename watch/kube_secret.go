@@ -96,7 +96,8 @@ func secretCodec(ns, name string) kindCodec[state.Secret] {
 	obj := "secret/" + ns + "/" + name
 	return kindCodec[state.Secret]{
 		object: func(string) string { return obj }, listProblem: obj,
-		accept: func(n string) bool { return n == name },
+		forbidden: func(err error) string { return SecretForbidden(ns, name, err) },
+		accept:    func(n string) bool { return n == name },
 		decode: func(o any) (state.Secret, error) {
 			s, ok := o.(*corev1.Secret)
 			if !ok {
@@ -113,4 +114,14 @@ func secretCodec(ns, name string) kindCodec[state.Secret] {
 			return []state.Action{state.SecretUpserted{Secret: vs[0]}}
 		},
 	}
+}
+
+// SecretForbidden is the problem reason of a Secret the agent may not
+// read: the grant it lacks, in the form of the Role `peeragent rbac` prints
+// (get, list and watch of that one name, since the agent lists and watches
+// it with the field selector metadata.name=NAME), then the API server's
+// message. It quotes no Secret data: a 403 carries none.
+func SecretForbidden(ns, name string, err error) string {
+	return fmt.Sprintf("forbidden: grant get, list, watch of secrets resourceNames [%q] in namespace %q "+
+		"to the agent's ServiceAccount (`peeragent rbac` prints the Role for every Secret referenced): %v", name, ns, err)
 }

@@ -140,9 +140,13 @@ func TestKubeSecretForbidden(t *testing.T) {
 			refused := forbidSecrets(f, &forbid)
 			k, rec := startKube(t, f, GroupCRD, func(k *Kube) { k.Watch("pw") })
 			prob, at := nextAction(t, rec, 0, "problem", problemOf(obj))
+			// The reason names the grant that is missing (one Secret name,
+			// in the agent's namespace) and keeps the server's message.
+			grant := `forbidden: grant get, list, watch of secrets resourceNames ["pw"] in namespace "` + testNS + `"`
 			if len(prob.Problems) != 1 || prob.Problems[0].Object != obj ||
-				!strings.HasPrefix(prob.Problems[0].Reason, "forbidden: ") {
-				t.Fatalf("problem = %+v", prob)
+				!strings.HasPrefix(prob.Problems[0].Reason, grant) ||
+				!strings.Contains(prob.Problems[0].Reason, `cannot list resource "secrets"`) {
+				t.Fatalf("problem = %+v, want a reason starting %q", prob, grant)
 			}
 			at = max(at, waitLists(t, rec))
 			for range 3 { // retries, with backoff, report nothing new

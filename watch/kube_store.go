@@ -32,6 +32,10 @@ type kindCodec[T any] struct {
 	// listProblem, when set, is the problem object a 403 on the list or
 	// watch is reported under; otherwise such errors are only logged.
 	listProblem string
+	// forbidden, when set, is the reason of a 403 on the list or watch
+	// (by default "forbidden: " and the server's message): what grant is
+	// missing, where the codec knows it.
+	forbidden func(err error) string
 	// keep, when set, drops objects at the edge by their content (another
 	// node's BlockAffinity or Pod): such an object dispatches nothing, and
 	// one that was kept and no longer is goes as a remove.
@@ -182,6 +186,8 @@ func (s *kindStore[T]) observe(err error) {
 	switch {
 	case err == nil:
 		s.setListProblem("")
+	case apierrors.IsForbidden(err) && s.codec.forbidden != nil:
+		s.setListProblem(s.codec.forbidden(err))
 	case apierrors.IsForbidden(err):
 		s.setListProblem("forbidden: " + err.Error())
 	case errors.Is(err, context.Canceled):

@@ -43,7 +43,7 @@ type clusterEnv struct {
 // clusterStart starts kube-apiserver and etcd (skipped under -short, and
 // by kubetest when the binaries are missing: loudly, or a failure under
 // CI=true) with opts, installs the CRDs of crdDirs and creates the
-// agent's namespace from deploy/namespace.yaml and Calico/VPP's (the
+// agent's namespace from deploy/base/namespace.yaml and Calico/VPP's (the
 // secrets namespace, which Calico's installation creates in a real
 // cluster). budget bounds the whole test.
 func clusterStart(t *testing.T, budget time.Duration, opts []kube.Option, crdDirs ...string) *clusterEnv {
@@ -69,7 +69,7 @@ func clusterStart(t *testing.T, budget time.Duration, opts []kube.Option, crdDir
 	for _, d := range crdDirs {
 		kc.InstallCRDs(t, d)
 	}
-	e.applyObjects(e.manifests(filepath.Join(clusterDeploy, "namespace.yaml"))...)
+	e.applyObjects(e.manifests(filepath.Join(clusterDeploy, "base", "namespace.yaml"))...)
 	e.applyObjects(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{"name": clusterNS}}})
 	return e
@@ -83,6 +83,17 @@ func (e *clusterEnv) manifests(path string) []*unstructured.Unstructured {
 		e.t.Fatal(err)
 	}
 	defer f.Close()
+	return e.decodeManifests(path, f)
+}
+
+// manifestsFrom decodes every object of YAML text.
+func (e *clusterEnv) manifestsFrom(text string) []*unstructured.Unstructured {
+	e.t.Helper()
+	return e.decodeManifests("text", strings.NewReader(text))
+}
+
+func (e *clusterEnv) decodeManifests(path string, f io.Reader) []*unstructured.Unstructured {
+	e.t.Helper()
 	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
 	var out []*unstructured.Unstructured
 	for {
@@ -235,7 +246,7 @@ func (e *clusterEnv) putSecret(ns, name string, data map[string]string) {
 }
 
 // checkServiceAccount shows what the ServiceAccount of deploy/ may do with
-// deploy/rbac.yaml: read the Calico objects, Nodes and the Secrets of the
+// deploy/base/rbac.yaml: read the Calico objects, Nodes and the Secrets of the
 // secrets namespace; not read Secrets elsewhere, not write.
 func (e *clusterEnv) checkServiceAccount(cfg *rest.Config, group, elsewhere string) {
 	e.t.Helper()
@@ -250,19 +261,19 @@ func (e *clusterEnv) checkServiceAccount(cfg *rest.Config, group, elsewhere stri
 	peers := dyn.Resource(clusterCalicoResource(group, "BGPPeer"))
 	_, errNodes := cs.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
 	_, errPeers := peers.List(e.ctx, metav1.ListOptions{})
-	_, errHome := cs.CoreV1().Secrets(clusterNS).Get(e.ctx, "tor-md5", metav1.GetOptions{})
-	_, errAway := cs.CoreV1().Secrets(elsewhere).Get(e.ctx, "tor-md5", metav1.GetOptions{})
+	_, errHome := cs.CoreV1().Secrets(clusterNS).Get(e.ctx, clusterGrantedSecret, metav1.GetOptions{})
+	_, errAway := cs.CoreV1().Secrets(elsewhere).Get(e.ctx, clusterGrantedSecret, metav1.GetOptions{})
 	_, errAll := cs.CoreV1().Secrets("").List(e.ctx, metav1.ListOptions{})
 	bogus := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group, "kind": "BGPPeer",
 		"metadata": map[string]any{"name": "not-allowed"}, "spec": map[string]any{"peerIP": "127.0.0.99", "asNumber": int64(65099)}}}
 	_, errWrite := peers.Create(e.ctx, bogus, metav1.CreateOptions{})
 	if errNodes != nil || errPeers != nil || errHome != nil {
-		e.t.Fatalf("the ServiceAccount cannot read what it needs: nodes %v, bgppeers %v, secret %s/tor-md5 %v", errNodes, errPeers, clusterNS, errHome)
+		e.t.Fatalf("the ServiceAccount cannot read what it needs: nodes %v, bgppeers %v, secret %s/%s %v", errNodes, errPeers, clusterNS, clusterGrantedSecret, errHome)
 	}
 	if !apierrors.IsForbidden(errAway) || !apierrors.IsForbidden(errAll) || !apierrors.IsForbidden(errWrite) {
-		e.t.Fatalf("the ServiceAccount may do more than deploy/rbac.yaml says: secret %s/tor-md5 %v, all secrets %v, create BGPPeer %v",
-			elsewhere, errAway, errAll, errWrite)
+		e.t.Fatalf("the ServiceAccount may do more than deploy/base/rbac.yaml says: secret %s/%s %v, all secrets %v, create BGPPeer %v",
+			elsewhere, clusterGrantedSecret, errAway, errAll, errWrite)
 	}
-	e.t.Logf("as system:serviceaccount:%s:%s: nodes, bgppeers and secret %s/tor-md5 readable; secret %s/tor-md5, all secrets and creating a BGPPeer: 403",
-		clusterAgentNS, clusterSA, clusterNS, elsewhere)
+	e.t.Logf("as system:serviceaccount:%s:%s: nodes, bgppeers and secret %s/%s readable; secret %s/%[4]s, all secrets and creating a BGPPeer: 403",
+		clusterAgentNS, clusterSA, clusterNS, clusterGrantedSecret, elsewhere)
 }

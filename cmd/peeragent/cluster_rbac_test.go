@@ -25,18 +25,18 @@ func TestClusterRBAC(t *testing.T) {
 	group := watch.GroupCRD
 	const elsewhere = "peeragent-elsewhere"
 	const pwHome, pwElsewhere = "cluster-md5-home", "cluster-md5-elsewhere"
-	e.applyObjects(e.manifests(filepath.Join(clusterDeploy, "serviceaccount.yaml"))...)
-	rbac := e.manifests(filepath.Join(clusterDeploy, "rbac.yaml"))
+	e.applyObjects(e.manifests(filepath.Join(clusterDeploy, "base", "serviceaccount.yaml"))...)
+	rbac := e.manifests(filepath.Join(clusterDeploy, "base", "rbac.yaml"))
 	e.applyObjects(rbac...)
 	e.applyObjects(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{"name": elsewhere}}})
-	e.putSecret(clusterNS, "tor-md5", map[string]string{clusterKey: pwHome})
-	e.putSecret(elsewhere, "tor-md5", map[string]string{clusterKey: pwElsewhere})
+	e.putSecret(clusterNS, clusterGrantedSecret, map[string]string{clusterKey: pwHome})
+	e.putSecret(elsewhere, clusterGrantedSecret, map[string]string{clusterKey: pwElsewhere})
 	e.putNode(clusterNode, nil, map[string]string{watch.AnnotationIPv4: "127.0.0.1/8"})
 	e.putNode("node-b", nil, map[string]string{watch.AnnotationIPv4: "127.0.0.2/8"})
 	e.putCalico(group, "BGPConfiguration", "default", map[string]any{"nodeToNodeMeshEnabled": false})
 	e.putCalico(group, "BGPPeer", "tor-a", map[string]any{"node": clusterNode, "peerIP": "127.0.0.10", "asNumber": int64(65010),
-		"password": map[string]any{"secretKeyRef": map[string]any{"name": "tor-md5", "key": clusterKey}}})
+		"password": map[string]any{"secretKeyRef": map[string]any{"name": clusterGrantedSecret, "key": clusterKey}}})
 	e.putCalico(group, "BGPPeer", "tor-b", map[string]any{"peerIP": "127.0.0.11", "asNumber": int64(65011)})
 
 	sa := e.kc.ConfigFor(clusterAgentNS, clusterSA)
@@ -57,7 +57,7 @@ func TestClusterRBAC(t *testing.T) {
 	b := e.startAgent(clusterAgentConfig{rest: sa, group: group, namespace: elsewhere})
 	torAWait := clusterNbr{addr: "127.0.0.10", asn: 65010, local: 64512, origin: "bgppeer/tor-a", wait: true}
 	b.initial("ServiceAccount, secrets in "+elsewhere+": initial list", 64512, torAWait, torB)
-	forbidden := "secret/" + elsewhere + "/tor-md5"
+	forbidden := "secret/" + elsewhere + "/" + clusterGrantedSecret
 	var refusal state.Problem
 	if !clusterPoll(e.ctx, clusterWaitMax, func() bool {
 		for _, p := range b.problems() {
@@ -71,7 +71,11 @@ func TestClusterRBAC(t *testing.T) {
 		t.Fatalf("no problem %s forbidden in the State: %v", forbidden, b.problems())
 	}
 	t.Logf("the refusal in the State: %s: %q", refusal.Object, refusal.Reason)
-	if !b.hasProblem("waiting for secret " + elsewhere + "/tor-md5 key " + clusterKey) {
+	// The refusal names the grant that is missing.
+	if grant := `grant get, list, watch of secrets resourceNames ["` + clusterGrantedSecret + `"] in namespace "` + elsewhere + `"`; !strings.Contains(refusal.Reason, grant) {
+		t.Errorf("the refusal %q does not name the grant %q", refusal.Reason, grant)
+	}
+	if !b.hasProblem("waiting for secret " + elsewhere + "/" + clusterGrantedSecret + " key " + clusterKey) {
 		t.Errorf("the neighbor held back has no waiting problem: %v", b.problems())
 	}
 	for _, p := range b.problems() {
@@ -112,5 +116,39 @@ func TestClusterRBAC(t *testing.T) {
 		t.Errorf("problems left after the grant: %v", ps)
 	}
 	b.alive()
+
+	// A peer whose Secret the Role does not name: refused, with the grant
+	// it lacks; `peeragent rbac` prints the Role for every referenced
+	// Secret, and once it is applied the neighbor comes in.
+	const pwD = "cluster-md5-d"
+	e.putSecret(elsewhere, "tor-d-md5", map[string]string{clusterKey: pwD})
+	torDWait := clusterNbr{addr: "127.0.0.13", asn: 65014, local: 64512, origin: "bgppeer/tor-d", wait: true}
+	b.step("BGPPeer tor-d with a Secret the Role does not name", func() {
+		e.putCalico(group, "BGPPeer", "tor-d", map[string]any{"peerIP": "127.0.0.13", "asNumber": int64(65014),
+			"password": map[string]any{"secretKeyRef": map[string]any{"name": "tor-d-md5", "key": clusterKey}}})
+	}, 64512, torA, torB, torC, torDWait)
+	grantD := `grant get, list, watch of secrets resourceNames ["tor-d-md5"] in namespace "` + elsewhere + `"`
+	if !clusterPoll(e.ctx, clusterWaitMax, func() bool { return b.hasProblem(grantD) }) {
+		t.Fatalf("no problem naming %q: %v", grantD, b.problems())
+	}
+	admin, err := e.kc.WriteKubeconfig("admin", e.kc.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	if err := rbacCmd([]string{"--kubeconfig", admin, "--secrets-namespace", elsewhere}, &out, &errOut); err != nil {
+		t.Fatalf("peeragent rbac: %v\n%s", err, errOut.String())
+	}
+	t.Logf("peeragent rbac --secrets-namespace %s:\n%s", elsewhere, out.String())
+	if !strings.Contains(out.String(), "- "+clusterGrantedSecret+"\n") || !strings.Contains(out.String(), "- tor-d-md5\n") {
+		t.Errorf("peeragent rbac does not name both referenced Secrets:\n%s", out.String())
+	}
+	printed := e.manifestsFrom(out.String())
+	torD := clusterNbr{addr: "127.0.0.13", asn: 65014, local: 64512, origin: "bgppeer/tor-d", pw: pwD}
+	effs = b.step("peeragent rbac | kubectl apply -f -", func() { e.applyObjects(printed...) }, 64512, torA, torB, torC, torD)
+	clusterExpect(t, "the Secret granted by peeragent rbac", effs, "set-policy 127.0.0.13", "add-peer 127.0.0.13")
+	if ps := b.problems(); len(ps) != 0 {
+		t.Errorf("problems left after peeragent rbac's grant: %v", ps)
+	}
 	t.Logf("whole test %v", time.Since(e.started).Round(time.Millisecond))
 }

@@ -22,16 +22,19 @@ import (
 // answers, so no session is established and nothing leaves the machine.
 
 const (
-	clusterNS       = state.DefaultNamespace // Calico/VPP's: the agent's secrets namespace, as in deploy/
-	clusterAgentNS  = "peeragent"            // deploy/namespace.yaml: where the agent runs
-	clusterSA       = "peeragent"            // deploy/serviceaccount.yaml
-	clusterNode     = "node-a"               // the node the agent runs on
-	clusterAddr     = "127.0.0.1"
-	clusterDeploy   = "../../deploy"
-	clusterKey      = "password"
-	clusterWaitMax  = 30 * time.Second // one wait for the agent to follow
-	clusterMarker   = "test/cluster-settle"
-	clusterOutageOf = 3 * time.Second // how long the API server stays down
+	clusterNS      = state.DefaultNamespace // Calico/VPP's: the agent's secrets namespace, as in deploy/
+	clusterAgentNS = "peeragent"            // deploy/base/namespace.yaml: where the agent runs
+	clusterSA      = "peeragent"            // deploy/serviceaccount.yaml
+	clusterNode    = "node-a"               // the node the agent runs on
+	clusterAddr    = "127.0.0.1"
+	clusterDeploy  = "../../deploy"
+	clusterKey     = "password"
+	// clusterGrantedSecret is the Secret name deploy/base/rbac.yaml's Role
+	// grants (resourceNames), example-bgppeer.yaml's.
+	clusterGrantedSecret = "bgp-passwords"
+	clusterWaitMax       = 30 * time.Second // one wait for the agent to follow
+	clusterMarker        = "test/cluster-settle"
+	clusterOutageOf      = 3 * time.Second // how long the API server stays down
 )
 
 var (

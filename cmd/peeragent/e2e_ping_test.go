@@ -410,8 +410,14 @@ func startNSAgent(t *testing.T, bin, ns, dir, node, addr string, extra ...string
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	a := &nsAgent{node: node, ns: ns, out: logf, cmd: cmd}
-	a.client = &http.Client{Transport: &http.Transport{
+	a := &nsAgent{node: node, ns: ns, out: logf, cmd: cmd, client: nsHTTPClient(ns)}
+	stopOnCleanup(t, cmd, node, a.logs)
+	return a
+}
+
+// nsHTTPClient is an HTTP client whose connections are made inside ns.
+func nsHTTPClient(ns string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
 			var c net.Conn
@@ -423,8 +429,6 @@ func startNSAgent(t *testing.T, bin, ns, dir, node, addr string, extra ...string
 			return c, err
 		},
 	}}
-	stopOnCleanup(t, cmd, node, a.logs)
-	return a
 }
 
 // pingDump is the part of /state the ping test reads.

@@ -29,6 +29,13 @@ Usage:
                              or one neighbor in detail
   peeragent version [-o text|json]
                              print the version, VCS revision and Go version
+  peeragent rbac   [--from DIR | --kubeconfig FILE] [--secrets-namespace NS]
+                             print the Role (and RoleBinding) that lets the agent
+                             read exactly the Secrets the BGPPeers and
+                             BGPConfigurations reference: | kubectl apply -f -
+  peeragent sysctl NAME=MIN...
+                             raise kernel settings to at least MIN, never lower
+                             them (the DaemonSet's init container)
 
 Run "peeragent COMMAND --help" for the flags of a command. Every flag is also
 read from $PEERAGENT_<FLAG> (--metrics-addr: $PEERAGENT_METRICS_ADDR); the
@@ -57,6 +64,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = planCmd(args[1:], stdout, stderr)
 	case "status":
 		err = statusCmd(args[1:], stdout, stderr)
+	case "rbac":
+		err = rbacCmd(args[1:], stdout, stderr)
+	case "sysctl":
+		err = sysctlCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		err = versionCmd(args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -27,7 +27,7 @@ const (
 	// (internal/buildinfo of the agent).
 	versionVar = "github.com/peeragent/peeragent/internal/buildinfo.version"
 	// The image runs the agent unprivileged unless the pod says otherwise
-	// (deploy/daemonset.yaml runs it as root with NET_BIND_SERVICE only, to
+	// (deploy/base/daemonset.yaml runs it as root with NET_BIND_SERVICE only, to
 	// listen on port 179): 65532 is distroless' "nonroot".
 	imageUser = "65532:65532"
 	// binaryPath is the agent in the image; PATH=/ lets `kubectl exec ...

@@ -100,7 +100,7 @@ func memoryText(g getter) string {
 	if hp := g(convPeers, "heap-B/neighbor"); ok(hp) {
 		parts = append(parts, fmt.Sprintf("The agent with its embedded GoBGP holds %s KiB of live heap per "+
 			"neighbor once 10,099 neighbors are configured (unicast of one family each); that is what the "+
-			"DaemonSet's memory is sized from (deploy/daemonset.yaml).", count(hp/1024)))
+			"DaemonSet's memory is sized from (deploy/base/daemonset.yaml).", count(hp/1024)))
 	}
 	if ok(per, n) {
 		parts = append(parts, fmt.Sprintf("A converged State holds %s bytes of heap per neighbor (%s neighbors, "+
