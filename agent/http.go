@@ -12,6 +12,7 @@ const Endpoints = `  GET /state    the live State as JSON (passwords as sha256 f
   GET /actions  the journal of the last actions, with sequence numbers and times
   GET /healthz  200 while the loop and the effects run and the speaker is up; 503 with why
   GET /readyz   200 once every source has synced and the first effects ran, while the speaker is up
+                and the dataplane can install routes (VPP connected, the kernel not refusing)
   GET /metrics  Prometheus metrics (also on --metrics-addr, alone)
   GET /neighbors/ADDRESS  one neighbor: State's view and the speaker's
   GET /fsm      the session lifecycle as a mermaid state diagram`
@@ -35,7 +36,12 @@ func Handler(l *Loop) http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := speakerDown(l.State()); err != nil {
+		s := l.State()
+		if err := speakerDown(s); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := dataplaneDown(s); err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
