@@ -15,6 +15,7 @@ const Endpoints = `  GET /state    the live State as JSON (passwords as sha256 f
                 and the dataplane can install routes (VPP connected, the kernel not refusing)
   GET /metrics  Prometheus metrics (also on --metrics-addr, alone)
   GET /neighbors/ADDRESS  one neighbor: State's view and the speaker's
+  GET /routes   the route table: prefix, next hops, learned from which neighbors, phase, why not installed
   GET /fsm      the session lifecycle as a mermaid state diagram`
 
 // Handler serves the loop's State and health over HTTP. Nothing it serves
@@ -53,6 +54,10 @@ func Handler(l *Loop) http.Handler {
 	})
 	mux.Handle("GET /metrics", metricsHandler(l))
 	mux.HandleFunc("GET /neighbors/{address}", neighborDetail(l))
+	mux.HandleFunc("GET /routes", func(w http.ResponseWriter, r *http.Request) {
+		s := l.State()
+		writeJSON(w, s.RouteTable())
+	})
 	mux.HandleFunc("GET /fsm", func(w http.ResponseWriter, r *http.Request) {
 		m, err := reducer.Mermaid()
 		if err != nil {

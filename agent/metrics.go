@@ -87,9 +87,10 @@ func (m *Metrics) reduced(reduce, diff time.Duration) {
 }
 
 // Watch makes the registry report the gauges of whatever current returns,
-// and, with an Inspector (may be nil), the speaker's per-neighbor view.
-func (m *Metrics) Watch(current func() state.State, ins effects.Inspector) {
-	m.Registry.MustRegister(&stateCollector{current: current}, &neighborCollector{current: current, ins: ins})
+// and, with an Inspector (may be nil), the speaker's per-neighbor view;
+// at most neighborSeries neighbors get series of their own.
+func (m *Metrics) Watch(current func() state.State, ins effects.Inspector, neighborSeries int) {
+	m.Registry.MustRegister(&stateCollector{current: current}, &neighborCollector{current: current, ins: ins, max: neighborSeries})
 }
 
 var (

@@ -11,11 +11,13 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// MaxNeighborSeries bounds the per-neighbor breakdown: at most this many
-// neighbors that are not mesh peers (the first in address order) get series
-// of their own. The mesh, which grows with the cluster, is only ever
+// DefaultNeighborSeries bounds the per-neighbor breakdown unless
+// LoopConfig.NeighborSeries says otherwise (run's --metrics-neighbor-series):
+// at most this many neighbors that are not mesh peers (the first in
+// address order) get series of their own, and peeragent_neighbor_series_omitted
+// counts the others. The mesh, which grows with the cluster, is only ever
 // aggregated (peeragent_sessions, peeragent_routes), as is every neighbor.
-const MaxNeighborSeries = 64
+const DefaultNeighborSeries = 64
 
 // inspectTimeout bounds the speaker reads of one scrape.
 const inspectTimeout = 2 * time.Second
@@ -36,6 +38,9 @@ var (
 	neighborRoutesDesc = prometheus.NewDesc("peeragent_neighbor_routes",
 		"Paths of a neighbor that is not a mesh peer: received, accepted (after the import policy) and advertised to it.",
 		[]string{"neighbor", "origin", "direction"}, nil)
+	omittedDesc = prometheus.NewDesc("peeragent_neighbor_series_omitted",
+		"Neighbors that are not mesh peers left out of the per-neighbor series (peeragent_neighbor_*) by their cap (--metrics-neighbor-series).",
+		nil, nil)
 )
 
 // neighborCollector reports sessions from State and route counts from the
@@ -43,6 +48,7 @@ var (
 type neighborCollector struct {
 	current func() state.State
 	ins     effects.Inspector
+	max     int // neighbors with series of their own
 }
 
 func (c *neighborCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -50,6 +56,7 @@ func (c *neighborCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- routesDesc
 	ch <- neighborStateDesc
 	ch <- neighborRoutesDesc
+	ch <- omittedDesc
 }
 
 type breakout struct {
@@ -70,6 +77,7 @@ func (c *neighborCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := map[string]map[string]float64{"mesh": {}, "peer": {}}
 	origins := map[netip.Addr]string{}
 	var out []breakout
+	omitted := 0
 	s.Out.Neighbors.Range(func(k string, n *state.Neighbor) bool {
 		bgp := "idle"
 		if x, ok := s.Out.Sessions.Get(k); ok && x.BGP != "" {
@@ -78,8 +86,10 @@ func (c *neighborCollector) Collect(ch chan<- prometheus.Metric) {
 		g := group(n.Origin)
 		counts[g][bgp]++
 		origins[n.Address] = g
-		if g == "peer" && len(out) < MaxNeighborSeries {
+		if g == "peer" && len(out) < c.max {
 			out = append(out, breakout{n.Address, n.Origin, bgp})
+		} else if g == "peer" {
+			omitted++
 		}
 		return true
 	})
@@ -88,6 +98,7 @@ func (c *neighborCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, counts[g][st], g, st)
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(omittedDesc, prometheus.GaugeValue, float64(omitted))
 	for _, b := range out {
 		for _, st := range bgpStates {
 			v := 0.0

@@ -170,6 +170,10 @@ func TestPingBetweenTwoAgents(t *testing.T) {
 	}
 	t.Logf("with the routes: echo %s -> %s: reply", pingPodA, pingPodB)
 
+	t.Run("routes and status show the table", func(t *testing.T) {
+		checkRoutesCLI(t, ctx, bin, a)
+	})
+
 	t.Run("restart keeps forwarding", func(st *testing.T) {
 		// The restarted agent belongs to the whole test (t), not to the
 		// subtest: it runs on for the next one.
