@@ -51,7 +51,7 @@ func TestClusterReportsRoutes(t *testing.T) {
 	done := make(chan struct{})
 	go func() { rep.run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	a := e.startAgent(clusterAgentConfig{group: group, realBGP: true, published: []func(state.State){rep.observe}})
+	a := e.startAgent(clusterAgentConfig{group: group, realBGP: true, learned: true, published: []func(state.State){rep.observe}})
 	defer a.stop()
 	if _, err := b.WaitEstablished(e.ctx, "agent"); err != nil {
 		t.Fatalf("BIRD's session with the agent: %v; problems %v", err, a.problems())
