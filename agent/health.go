@@ -42,3 +42,15 @@ func speakerDown(s state.State) error {
 	}
 	return fmt.Errorf("speaker down: %s", probs[0].Reason)
 }
+
+// dataplaneDown is the dataplane executor's problem as an error: VPP not
+// connected, or the kernel refusing every route change (docs/routes.md
+// §9.7 rule 7). Not a health failure: a restart cures neither, and the
+// agent keeps its sessions meanwhile; it only makes the node not ready.
+func dataplaneDown(s state.State) error {
+	probs := s.DataplaneDown()
+	if len(probs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("dataplane down: %s", probs[0].Reason)
+}

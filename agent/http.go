@@ -12,8 +12,10 @@ const Endpoints = `  GET /state    the live State as JSON (passwords as sha256 f
   GET /actions  the journal of the last actions, with sequence numbers and times
   GET /healthz  200 while the loop and the effects run and the speaker is up; 503 with why
   GET /readyz   200 once every source has synced and the first effects ran, while the speaker is up
+                and the dataplane can install routes (VPP connected, the kernel not refusing)
   GET /metrics  Prometheus metrics (also on --metrics-addr, alone)
   GET /neighbors/ADDRESS  one neighbor: State's view and the speaker's
+  GET /routes   the route table: prefix, next hops, learned from which neighbors, phase, why not installed
   GET /fsm      the session lifecycle as a mermaid state diagram`
 
 // Handler serves the loop's State and health over HTTP. Nothing it serves
@@ -35,7 +37,12 @@ func Handler(l *Loop) http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := speakerDown(l.State()); err != nil {
+		s := l.State()
+		if err := speakerDown(s); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := dataplaneDown(s); err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -47,6 +54,10 @@ func Handler(l *Loop) http.Handler {
 	})
 	mux.Handle("GET /metrics", metricsHandler(l))
 	mux.HandleFunc("GET /neighbors/{address}", neighborDetail(l))
+	mux.HandleFunc("GET /routes", func(w http.ResponseWriter, r *http.Request) {
+		s := l.State()
+		writeJSON(w, s.RouteTable())
+	})
 	mux.HandleFunc("GET /fsm", func(w http.ResponseWriter, r *http.Request) {
 		m, err := reducer.Mermaid()
 		if err != nil {

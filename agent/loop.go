@@ -70,6 +70,9 @@ type LoopConfig struct {
 	// derived from State that need no result, such as the log level
 	// (cmd/peeragent). They must be quick and must not dispatch.
 	Published []func(state.State)
+	// NeighborSeries caps the neighbors with metric series of their own
+	// (DefaultNeighborSeries if zero; negative: none).
+	NeighborSeries int
 	// StuckAfter is how long an action may wait for the loop, or an effects
 	// batch may run, before Health calls the loop stuck (1 min if zero).
 	StuckAfter time.Duration
@@ -96,7 +99,11 @@ func NewLoop(cfg LoopConfig) *Loop {
 		p(s)
 	}
 	l.metrics.stateChanged(state.State{}, s)
-	l.metrics.Watch(l.State)
+	series := cfg.NeighborSeries
+	if series == 0 {
+		series = DefaultNeighborSeries
+	}
+	l.metrics.Watch(l.State, max(series, 0))
 	l.inspector, _ = cfg.Speaker.(effects.Inspector)
 	l.alarm = newAlarm(l.Dispatch, time.Now)
 	return l

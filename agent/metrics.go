@@ -84,11 +84,12 @@ func (m *Metrics) reduced(reduce, diff time.Duration) {
 }
 
 // Watch makes the registry report the gauges of whatever current returns
-// and of the route counts the loop keeps (stateChanged). A scrape costs
+// and of the route counts the loop keeps (stateChanged); at most
+// neighborSeries neighbors get series of their own. A scrape costs
 // O(neighbors + problems): it never walks the routes, nor asks the speaker.
-func (m *Metrics) Watch(current func() state.State) {
+func (m *Metrics) Watch(current func() state.State, neighborSeries int) {
 	m.Registry.MustRegister(&stateCollector{current: current, routes: m.routes},
-		&neighborCollector{current: current, routes: m.routes})
+		&neighborCollector{current: current, routes: m.routes, max: neighborSeries})
 }
 
 // stateChanged takes a step's change of State (or the initial State, from

@@ -261,3 +261,46 @@ func TestNeighborDetailEndpoint(t *testing.T) {
 		t.Errorf("bad address: %d, want 400", code)
 	}
 }
+
+// TestMetricsNeighborSeriesCap: with the cap at 1 (run's
+// --metrics-neighbor-series), three BGPPeer neighbors and a mesh peer give
+// series for the first BGPPeer neighbor in address order, and the gauge
+// counts the two left out (the mesh is never broken out, never counted).
+func TestMetricsNeighborSeriesCap(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		cap       int
+		omitted   string
+		broken    []string
+		notBroken []string
+	}{
+		{"cap-1", 1, "peeragent_neighbor_series_omitted 2", []string{"10.0.0.7"}, []string{"10.0.0.8", "10.0.0.9"}},
+		{"default-64", 0, "peeragent_neighbor_series_omitted 0", []string{"10.0.0.7", "10.0.0.8", "10.0.0.9"}, nil},
+		{"none", -1, "peeragent_neighbor_series_omitted 3", nil, []string{"10.0.0.7", "10.0.0.8", "10.0.0.9"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := state.New("node-a", state.Options{})
+			for _, n := range []struct{ addr, origin string }{{"10.0.0.9", "bgppeer/c"}, {"10.0.0.7", "bgppeer/a"},
+				{"10.0.0.8", "bgppeer/b"}, {"10.0.0.2", "mesh"}} {
+				a := mustAddr(n.addr)
+				s.Out.Neighbors = s.Out.Neighbors.Set(state.AddrKey(a), &state.Neighbor{Address: a, Origin: n.origin})
+			}
+			l := NewLoop(LoopConfig{Initial: s, Speaker: &fakeSpeaker{}, Secrets: &fakeSecrets{watched: map[string]bool{}},
+				Log: discardLogger(), NeighborSeries: c.cap})
+			body := scrape(t, MetricsHandler(l))
+			if !strings.Contains(body, c.omitted+"\n") {
+				t.Errorf("/metrics lacks %q", c.omitted)
+			}
+			for _, a := range c.broken {
+				if !strings.Contains(body, `peeragent_neighbor_session_state{neighbor="`+a+`"`) {
+					t.Errorf("no series for %s", a)
+				}
+			}
+			for _, a := range append(c.notBroken, "10.0.0.2") {
+				if strings.Contains(body, `neighbor="`+a+`"`) {
+					t.Errorf("a series for %s, beyond the cap or a mesh peer", a)
+				}
+			}
+		})
+	}
+}

@@ -34,7 +34,10 @@ type NeighborDetail struct {
 	Problems []state.Problem `json:"problems,omitempty"`
 	// Route is the route table's entry for the neighbor's host prefix
 	// (its reachableBy route, docs/routes.md §9.7 rule 3), if any.
-	Route   *state.TableRoute     `json:"route,omitempty"`
+	Route *state.TableRoute `json:"route,omitempty"`
+	// Routes counts the learned prefixes of the neighbor's best paths:
+	// installed, refused (docs/routes.md §9.2), pending.
+	Routes  state.NeighborRoutes  `json:"routes"`
 	Speaker *effects.NeighborInfo `json:"speaker,omitempty"`
 	// SpeakerError says why Speaker is missing, when a read failed.
 	SpeakerError string `json:"speakerError,omitempty"`
@@ -65,6 +68,7 @@ func neighborDetail(l *Loop) http.HandlerFunc {
 		if r, ok := s.Out.Routes.Get(state.PrefixKey(netip.PrefixFrom(addr, addr.BitLen()))); ok {
 			d.Route = r
 		}
+		d.Routes = s.RoutesFrom(addr)
 		if l.inspector != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 			defer cancel()

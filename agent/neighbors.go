@@ -8,11 +8,13 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// MaxNeighborSeries bounds the per-neighbor breakdown: at most this many
-// neighbors that are not mesh peers (the first in address order) get series
-// of their own. The mesh, which grows with the cluster, is only ever
+// DefaultNeighborSeries bounds the per-neighbor breakdown unless
+// LoopConfig.NeighborSeries says otherwise (run's --metrics-neighbor-series):
+// at most this many neighbors that are not mesh peers (the first in
+// address order) get series of their own, and peeragent_neighbor_series_omitted
+// counts the others. The mesh, which grows with the cluster, is only ever
 // aggregated (peeragent_sessions, peeragent_learned_routes), as is every neighbor.
-const MaxNeighborSeries = 64
+const DefaultNeighborSeries = 64
 
 // bgpStates are the values of the state label, GoBGP's session states.
 var bgpStates = []string{"idle", "connect", "active", "opensent", "openconfirm", "established"}
@@ -30,6 +32,9 @@ var (
 	neighborLearnedDesc = prometheus.NewDesc("peeragent_neighbor_learned_routes",
 		"Learned prefixes whose best paths include a path from a neighbor that is not a mesh peer.",
 		[]string{"neighbor", "origin"}, nil)
+	omittedDesc = prometheus.NewDesc("peeragent_neighbor_series_omitted",
+		"Neighbors that are not mesh peers left out of the per-neighbor series (peeragent_neighbor_*) by their cap (--metrics-neighbor-series).",
+		nil, nil)
 )
 
 // neighborCollector reports sessions from State and learned-route counts
@@ -40,6 +45,7 @@ var (
 type neighborCollector struct {
 	current func() state.State
 	routes  *routeCounts
+	max     int // neighbors with series of their own
 }
 
 func (c *neighborCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -47,6 +53,7 @@ func (c *neighborCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- learnedDesc
 	ch <- neighborStateDesc
 	ch <- neighborLearnedDesc
+	ch <- omittedDesc
 }
 
 type breakout struct {
@@ -67,6 +74,7 @@ func (c *neighborCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := map[string]map[string]float64{"mesh": {}, "peer": {}}
 	groups := map[netip.Addr]string{}
 	var out []breakout
+	omitted := 0
 	s.Out.Neighbors.Range(func(k string, n *state.Neighbor) bool {
 		bgp := "idle"
 		if x, ok := s.Out.Sessions.Get(k); ok && x.BGP != "" {
@@ -75,8 +83,10 @@ func (c *neighborCollector) Collect(ch chan<- prometheus.Metric) {
 		g := group(n.Origin)
 		counts[g][bgp]++
 		groups[n.Address] = g
-		if g == "peer" && len(out) < MaxNeighborSeries {
+		if g == "peer" && len(out) < c.max {
 			out = append(out, breakout{n.Address, n.Origin, bgp})
+		} else if g == "peer" {
+			omitted++
 		}
 		return true
 	})
@@ -85,6 +95,7 @@ func (c *neighborCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, counts[g][st], g, st)
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(omittedDesc, prometheus.GaugeValue, float64(omitted))
 	for _, b := range out {
 		for _, st := range bgpStates {
 			v := 0.0

@@ -115,3 +115,23 @@ func (RoutesListed) ActionName() string          { return "routesListed" }
 func (RoutesRescanned) ActionName() string       { return "routesRescanned" }
 func (TableRouteApplied) ActionName() string     { return "tableRouteApplied" }
 func (TableRouteApplyFailed) ActionName() string { return "tableRouteApplyFailed" }
+
+// DataplaneSources are the InputProblems sources under which a dataplane
+// executor reports, by its --dataplane name, that it cannot install any
+// route: "vpp" while not connected to VPP, "linux" while the kernel
+// refuses this agent's route changes (no CAP_NET_ADMIN in the network
+// namespace). Each clears its problem once it can install routes again.
+var DataplaneSources = []string{"linux", "vpp"}
+
+// DataplaneDown lists the problems of the dataplane executor that say it
+// cannot install routes at all (DataplaneSources): the agent is not ready
+// while there is one (docs/routes.md §9.7 rule 7).
+func (s State) DataplaneDown() []Problem {
+	var out []Problem
+	for _, src := range DataplaneSources {
+		if ps, ok := s.Inputs.InputProblems.Get(src); ok {
+			out = append(out, ps...)
+		}
+	}
+	return out
+}

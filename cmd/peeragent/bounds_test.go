@@ -19,6 +19,8 @@ func TestRunFlagBounds(t *testing.T) {
 		{"journal-too-big", []string{"--node=n", "--journal-size=2000000000"}, "--journal-size 2000000000: want 1 to 100000"},
 		{"journal-zero", []string{"--node=n", "--journal-size=0"}, "--journal-size 0"},
 		{"journal-fine", []string{"--node=n", "--journal-size=5000"}, ""},
+		{"neighbor-series-negative", []string{"--node=n", "--metrics-neighbor-series=-1"}, "--metrics-neighbor-series -1: want 0 or more"},
+		{"neighbor-series-none", []string{"--node=n", "--metrics-neighbor-series=0"}, ""},
 		{"max-paths-zero", []string{"--node=n", "--max-paths=0"}, "want 1 to 256"},
 		{"max-paths-fine", []string{"--node=n", "--max-paths=4"}, ""},
 		{"settle-negative", []string{"--node=n", "--route-settle-max=-1s"}, "want a positive duration"},

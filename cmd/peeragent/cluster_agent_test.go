@@ -25,6 +25,7 @@ type clusterAgentConfig struct {
 	group     string
 	namespace string              // the agent's secrets namespace; "" is the default
 	realBGP   bool                // the real GoBGP executor (on 127.0.0.1) instead of an acknowledging fake
+	learned   bool                // with realBGP: its best-path watch feeds the loop (the learned routes)
 	published []func(state.State) // more observers of published States
 }
 
@@ -84,13 +85,18 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 		Secrets: a.watches, Services: a.watches, Log: log, Journal: 1000, Observer: []func(state.Action){a.seen.observe},
 		Published: c.published})
 	ctx, cancel := context.WithCancel(context.Background())
-	loopDone, sessDone := make(chan struct{}), make(chan error, 1)
+	loopDone, sessDone, learnedDone := make(chan struct{}), make(chan error, 1), make(chan error, 1)
 	go func() { a.loop.Run(ctx); close(loopDone) }()
 	go func() { a.kubeErr = kube.Run(ctx, a.loop.Dispatch); close(a.kubeDone) }()
 	if a.bgp != nil {
 		go func() { sessDone <- a.bgp.WatchSessions(ctx, a.loop.Dispatch) }()
 	} else {
 		close(sessDone)
+	}
+	if a.bgp != nil && c.learned {
+		go func() { learnedDone <- a.bgp.WatchLearned(ctx, a.loop.Dispatch) }()
+	} else {
+		close(learnedDone)
 	}
 	a.stopFn = func() {
 		cancel()
@@ -101,6 +107,9 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 		}
 		if err := <-sessDone; err != nil {
 			t.Errorf("WatchSessions: %v", err)
+		}
+		if err := <-learnedDone; err != nil {
+			t.Errorf("WatchLearned: %v", err)
 		}
 		if a.bgp != nil {
 			if err := a.bgp.Close(); err != nil {

@@ -170,6 +170,10 @@ func TestPingBetweenTwoAgents(t *testing.T) {
 	}
 	t.Logf("with the routes: echo %s -> %s: reply", pingPodA, pingPodB)
 
+	t.Run("routes and status show the table", func(t *testing.T) {
+		checkRoutesCLI(t, ctx, bin, a)
+	})
+
 	t.Run("restart keeps forwarding", func(st *testing.T) {
 		// The restarted agent belongs to the whole test (t), not to the
 		// subtest: it runs on for the next one.
@@ -398,14 +402,22 @@ func (a *nsAgent) logs() string {
 
 func startNSAgent(t *testing.T, bin, ns, dir, node, addr string, extra ...string) *nsAgent {
 	t.Helper()
+	return startNSAgentVia(t, nil, bin, ns, dir, node, addr, extra...)
+}
+
+// startNSAgentVia is startNSAgent with the agent run through the command
+// wrap (e.g. setpriv dropping a capability); nil: none.
+func startNSAgentVia(t *testing.T, wrap []string, bin, ns, dir, node, addr string, extra ...string) *nsAgent {
+	t.Helper()
 	logf, err := os.Create(filepath.Join(t.TempDir(), node+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// ip netns exec execs the agent: the process is the agent's.
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, bin, "run", "--from", dir, "--node", node,
+	// ip netns exec execs the agent (through wrap): the process is the agent's.
+	argv := append(append([]string{"netns", "exec", ns}, wrap...), bin)
+	cmd := exec.Command("ip", append(append(argv, "run", "--from", dir, "--node", node,
 		"--dataplane", "linux", "--bgp-listen-address", addr,
-		"--http-addr", pingHTTP, "--metrics-addr", "", "--log-level", "debug"}, extra...)...)
+		"--http-addr", pingHTTP, "--metrics-addr", "", "--log-level", "debug"), extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -19,28 +19,9 @@ func TestRescanRepairsKernelRoutes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: a network namespace and an agent")
 	}
-	if os.Geteuid() != 0 {
-		netnsDep.Missing(t, "!!! NOT ROOT: the rescan test creates a network namespace.")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		netnsDep.Missing(t, "!!! NO ip (iproute2): the rescan test needs it to create a network namespace.")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := fmt.Sprintf("peeragent-t-r-%06x", rand.Uint32()&0xffffff)
-	ipCmd(t, ctx, "netns", "add", ns)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
-		}
-	})
-	ipCmd(t, ctx, "-n", ns, "link", "set", "lo", "up")
-	// A veth pair with both ends inside the namespace (the dummy module
-	// may be missing) gives node-a its address on a link that is up.
-	ipCmd(t, ctx, "-n", ns, "link", "add", "ra0", "type", "veth", "peer", "name", "rb0")
-	ipCmd(t, ctx, "-n", ns, "addr", "add", pingAddrA+"/24", "dev", "ra0")
-	ipCmd(t, ctx, "-n", ns, "link", "set", "rb0", "up")
-	ipCmd(t, ctx, "-n", ns, "link", "set", "ra0", "up")
+	ns := nodeNS(t, ctx, "r")
 
 	dir := t.TempDir()
 	writeFile(t, dir, "nodes.yaml", pingNodes)
@@ -106,4 +87,31 @@ func TestRescanRepairsKernelRoutes(t *testing.T) {
 	if ev := w.stop(); len(ev) != 4 {
 		t.Errorf("route messages: %q, want the deletion by hand, the re-add, the addition by hand and its removal", ev)
 	}
+}
+
+// nodeNS makes a network namespace of the test's own (deleted at cleanup)
+// in which node-a has its address pingAddrA on a link that is up.
+func nodeNS(t *testing.T, ctx context.Context, tag string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		netnsDep.Missing(t, "!!! NOT ROOT: the test creates a network namespace.")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		netnsDep.Missing(t, "!!! NO ip (iproute2): the test needs it to create a network namespace.")
+	}
+	ns := fmt.Sprintf("peeragent-t-%s-%06x", tag, rand.Uint32()&0xffffff)
+	ipCmd(t, ctx, "netns", "add", ns)
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
+		}
+	})
+	ipCmd(t, ctx, "-n", ns, "link", "set", "lo", "up")
+	// A veth pair with both ends inside the namespace (the dummy module
+	// may be missing) gives node-a its address on a link that is up.
+	ipCmd(t, ctx, "-n", ns, "link", "add", "ra0", "type", "veth", "peer", "name", "rb0")
+	ipCmd(t, ctx, "-n", ns, "addr", "add", pingAddrA+"/24", "dev", "ra0")
+	ipCmd(t, ctx, "-n", ns, "link", "set", "rb0", "up")
+	ipCmd(t, ctx, "-n", ns, "link", "set", "ra0", "up")
+	return ns
 }

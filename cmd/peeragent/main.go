@@ -27,6 +27,9 @@ Usage:
   peeragent status [--addr HOST:PORT] [-o text|json] [ADDRESS]
                              print a running agent's neighbors and problems,
                              or one neighbor in detail
+  peeragent routes [--addr HOST:PORT] [-o text|json]
+                             print a running agent's route table: next hops,
+                             learned from which neighbors, phase, why not installed
   peeragent version [-o text|json]
                              print the version, VCS revision and Go version
   peeragent rbac   [--from DIR | --kubeconfig FILE] [--secrets-namespace NS]
@@ -68,6 +71,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = rbacCmd(args[1:], stdout, stderr)
 	case "sysctl":
 		err = sysctlCmd(args[1:], stdout, stderr)
+	case "routes":
+		err = routesCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		err = versionCmd(args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -23,6 +23,8 @@ type operFlags struct {
 	// reportStatus: in cluster mode, fill this node's CalicoNodeStatus and
 	// emit Events on the objects problems name (watch/status).
 	reportStatus bool
+	// neighborSeries caps the neighbors with metric series of their own.
+	neighborSeries int
 	// level is the logger's level, set by runCmd (nil: run's caller made
 	// the logger, and the level is not followed there).
 	level *slog.LevelVar
@@ -33,6 +35,7 @@ func registerOperFlags(fs *flag.FlagSet, o *operFlags) {
 	fs.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: the kubeconfig's current context)")
 	fs.StringVar(&o.gobgpAPI, "gobgp-api", "", "serve the embedded GoBGP's gRPC API on this loopback HOST:PORT, for the gobgp CLI of the same release (gobgp -p PORT neighbor); empty: off")
 	fs.BoolVar(&o.reportStatus, "report-status", true, "in cluster mode: fill this node's CalicoNodeStatus objects and emit Events on the BGPPeer, BGPFilter or Secret a problem names; ignored with --from")
+	fs.IntVar(&o.neighborSeries, "metrics-neighbor-series", agent.DefaultNeighborSeries, "most BGPPeer neighbors (not mesh peers; the first in address order) with peeragent_neighbor_* series of their own; peeragent_neighbor_series_omitted counts the others; 0: none")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9189", "address of the Prometheus /metrics listener, apart from --http-addr so that an in-cluster Prometheus can scrape it (only /metrics); empty: none")
 	fs.IntVar(&o.httpMaxConns, "http-max-conns", agent.DefaultMaxConns, "most connections --http-addr holds at a time; when full, the longest-idle one is closed for a new one (cut to leave 512 descriptors to BGP under a low open-files limit)")
 	fs.IntVar(&o.metricsMaxConns, "metrics-max-conns", agent.DefaultMaxConns, "most connections --metrics-addr holds at a time, as --http-max-conns")
@@ -79,6 +82,15 @@ func serving(srv *http.Server, ln net.Listener) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// seriesCap is --metrics-neighbor-series as agent.LoopConfig's NeighborSeries
+// (where 0 means the default, and a negative number none).
+func (o operFlags) seriesCap() int {
+	if o.neighborSeries <= 0 {
+		return -1
+	}
+	return o.neighborSeries
 }
 
 // flagLevel is --log-level as a level (Info if it does not parse: runCmd

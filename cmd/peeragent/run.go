@@ -92,6 +92,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.rescan < 0 {
 		return nil, fmt.Errorf("--route-rescan %s: want a positive duration, or 0 for never", f.rescan)
 	}
+	if f.neighborSeries < 0 {
+		return nil, fmt.Errorf("--metrics-neighbor-series %d: want 0 or more", f.neighborSeries)
+	}
 	if f.journal < 1 || f.journal > maxJournal {
 		return nil, fmt.Errorf("--journal-size %d: want 1 to %d", f.journal, maxJournal)
 	}
@@ -147,7 +150,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		opts.RouteRescan = state.Duration{Duration: f.rescan}
 	}
 	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, opts), Speaker: speaker, VPP: dpExec,
-		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal,
+		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal, NeighborSeries: f.seriesCap(),
 		Published: []func(state.State){follow.observe, reporter.observe}})
 	loop.Dispatch(effects.ListRoutes(ctx, dp)) // the held routes, before anything is applied (docs/routes.md §9.6)
 	ln, err := net.Listen("tcp", f.httpAddr)

@@ -159,6 +159,7 @@ type neighborDetail struct {
 	Session      *state.Session        `json:"session,omitempty"`
 	Problems     []state.Problem       `json:"problems,omitempty"`
 	Route        *state.TableRoute     `json:"route,omitempty"`
+	Routes       *state.NeighborRoutes `json:"routes,omitempty"`
 	Speaker      *effects.NeighborInfo `json:"speaker,omitempty"`
 	SpeakerError string                `json:"speakerError,omitempty"`
 }
@@ -235,15 +236,27 @@ func WriteNeighborDetail(w io.Writer, d neighborDetail, now time.Time) {
 			adv = fmt.Sprint(*sp.Advertised)
 		}
 		row("paths", "received %d, accepted %d, advertised %s", sp.Received, sp.Accepted, adv)
+		if rs := d.Routes; rs != nil {
+			row("routes", "received %d, accepted %d, installed %d, refused %d", sp.Received, sp.Accepted, rs.Installed, rs.Refused)
+		}
 		row("messages", "received %d, sent %d", sp.MessagesReceived, sp.MessagesSent)
 	case d.SpeakerError != "":
 		row("speaker", "unreadable: %s", d.SpeakerError)
+		routesRow(row, d.Routes)
 	default:
 		row("speaker", "does not have this neighbor")
+		routesRow(row, d.Routes)
 	}
 	fmt.Fprintf(w, "\nproblems (%d):\n", len(d.Problems))
 	for _, p := range d.Problems {
 		fmt.Fprintf(w, "  %s: %s\n", printable(p.Object), printable(p.Reason))
+	}
+}
+
+// routesRow prints the route counts when the speaker's are unknown.
+func routesRow(row func(string, string, ...any), rs *state.NeighborRoutes) {
+	if rs != nil {
+		row("routes", "received -, accepted -, installed %d, refused %d", rs.Installed, rs.Refused)
 	}
 }
 

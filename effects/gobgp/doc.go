@@ -15,6 +15,12 @@
 //     generation (docs/routes.md §10), a set or reset-out failure is only
 //     logged. Route and secret-watch effects are not the speaker's and are
 //     ignored.
+//   - StartServer never races another BGP speaker for its port (calico-node's
+//     BIRD, calico-vpp-agent's GoBGP): before binding it connects to the
+//     port at its listen addresses (all addresses: loopback and the router
+//     ID), and a listener answering there, or the bind refused with
+//     EADDRINUSE, is one ServerApplyFailed naming the other speaker and how
+//     to hand BGP over; the start is retried like any server failure.
 //   - Everything is idempotent: deleting what is absent succeeds, adding an
 //     existing peer updates it, and applying the same effects again makes
 //     no call that changes the speaker (GoBGP's UpdatePeer of an identical

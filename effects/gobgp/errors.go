@@ -14,6 +14,7 @@ const (
 	errOther  errKind = iota
 	errAbsent         // the object (peer, policy, set, server) is not there
 	errExists         // the peer is already configured
+	errInUse          // the listen port is taken (StartBgp)
 )
 
 // kindOf is the one place GoBGP's error strings are recognised: GoBGP v4
@@ -29,6 +30,8 @@ const (
 //     "not found peer X"                          policy objects that are not there
 //   - "bgp server hasn't started yet"             no server, so no peer either
 //   - "can't overwrite the existing peer: X"      AddPeer of a configured peer
+//   - "... bind: address already in use"           StartBgp, the port taken (the
+//     kernel's EADDRINUSE as net.OpError prints it)
 func kindOf(err error) errKind {
 	if err == nil {
 		return errOther
@@ -41,6 +44,9 @@ func kindOf(err error) errKind {
 	}
 	if strings.Contains(msg, "can't overwrite the existing peer") {
 		return errExists
+	}
+	if strings.Contains(msg, "address already in use") {
+		return errInUse
 	}
 	return errOther
 }

@@ -22,6 +22,10 @@ var errNotRunning = errors.New("bgp server hasn't started yet")
 // (Serve closes a channel it never re-creates), so every start is a new
 // BgpServer. That also means nothing survives a restart by accident: no
 // listener, no policy, no MD5 key on a listening socket.
+//
+// Before binding, it looks for another BGP speaker on the port, and a
+// port already taken is that too (otherSpeaker, portTaken): one problem
+// naming it, never a race for the port.
 func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64) error {
 	if e.running != nil && *e.running == srv {
 		if gen != 0 && gen != e.learned.current() {
@@ -33,6 +37,9 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64
 		if err := e.stopServer(ctx, false); err != nil {
 			return err
 		}
+	}
+	if err := otherSpeaker(ctx, e.listen, srv.RouterID, uint16(srv.ListenPort)); err != nil {
+		return err
 	}
 	e.epoch++
 	bgp := server.NewBgpServer(e.serverOptions()...)
@@ -53,7 +60,7 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64
 		// this server's loop) so that a retry can bind.
 		_ = bgp.StopBgp(context.Background(), &api.StopBgpRequest{})
 		e.stopGRPC(bgp)
-		return err
+		return portTaken(err, uint16(srv.ListenPort))
 	}
 	if err := addShared(ctx, bgp); err != nil {
 		_ = bgp.StopBgp(context.Background(), &api.StopBgpRequest{})

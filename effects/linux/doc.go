@@ -26,4 +26,9 @@
 //     (prefix, generation) of the route-replace and route-remove effects,
 //     the neighbors' reachableBy routes included (docs/routes.md §9.7
 //     rule 3).
+//   - A change the kernel refuses with EPERM or EACCES (the agent lacks
+//     CAP_NET_ADMIN in this network namespace) means no route can be
+//     installed: Execute then also reports the problem of source "linux"
+//     (state.DataplaneSources), cleared by the next change the kernel
+//     accepts; /readyz is false meanwhile (docs/routes.md §9.7 rule 7).
 package linux

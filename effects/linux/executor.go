@@ -49,6 +49,10 @@ type Executor struct {
 	// netlink library filters a dump in user space, so checking every
 	// replace that way cost O(routes) each, 45 s for 10,000 routes).
 	owned map[ownKey]struct{}
+	// refused is why the kernel refuses this agent's route changes as a
+	// whole (EPERM, EACCES: no CAP_NET_ADMIN in this network namespace),
+	// "" once a change succeeds; reported is what Execute last reported.
+	refused, reported string
 }
 
 // ownKey is a masked prefix as a small map key (netip.Prefix carries a
@@ -92,15 +96,48 @@ func New(h *netlink.Handle, o Options) *Executor {
 // Name is the --dataplane value.
 func (e *Executor) Name() string { return "linux" }
 
-// Execute applies the route table effects of effs.
+// Execute applies the route table effects of effs. When the kernel starts
+// or stops refusing route changes as a whole (permission denied), it adds
+// the problem of the "linux" source (state.DataplaneSources), or its
+// clearing: the agent is not ready meanwhile (docs/routes.md §9.7 rule 7).
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
-	return effects.ApplyRoutes(ctx, e, effs)
+	out := effects.ApplyRoutes(ctx, e, effs)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.refused == e.reported {
+		return out
+	}
+	e.reported = e.refused
+	report := state.InputProblemsReported{Source: problemSource}
+	if e.refused != "" {
+		report.Problems = []state.Problem{{Object: "linux", Reason: e.refused}}
+	}
+	return append(out, report)
+}
+
+// problemSource is the source of the kernel's refusal in the State.
+const problemSource = "linux"
+
+// noteResult records whether err says the kernel refuses this agent's
+// route changes as a whole, or (nil) that one was accepted.
+func (e *Executor) noteResult(err error) {
+	why := ""
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		why = fmt.Sprintf("the kernel refuses this agent's route changes (%v): it needs CAP_NET_ADMIN in the host's network namespace", err)
+	} else if err != nil {
+		return // one route's own failure says nothing about the others
+	}
+	e.mu.Lock()
+	e.refused = why
+	e.mu.Unlock()
 }
 
 // Replace installs r (normal: see state.NormalRoute) as the owned route of
 // its prefix, unless another protocol holds that key.
 func (e *Executor) Replace(ctx context.Context, r state.Route) error {
-	if err := e.replace(ctx, r); err != nil {
+	err := e.replace(ctx, r)
+	e.noteResult(err)
+	if err != nil {
 		err = fmt.Errorf("replace route %s: %w", r, err)
 		e.log.Warn("kernel route failed", "error", err)
 		return err
@@ -163,10 +200,12 @@ func (e *Executor) Delete(ctx context.Context, p netip.Prefix) error {
 		err = e.h.RouteDel(e.key(p))
 	}
 	if err != nil && !absent(err) {
+		e.noteResult(err)
 		err = fmt.Errorf("delete route %s: %w", p, err)
 		e.log.Warn("kernel route failed", "error", err)
 		return err
 	}
+	e.noteResult(nil)
 	e.setOwned(p, false)
 	if e.log.Enabled(ctx, slog.LevelDebug) {
 		e.log.Debug("kernel route deleted", "prefix", p.String())

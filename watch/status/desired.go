@@ -14,8 +14,8 @@ import (
 // Desired is what a CalicoNodeStatus asking for classes should hold for s,
 // lastUpdated aside. The Agent class gets the speaker's state in both
 // daemon slots (one GoBGP speaker serves both families; Calico's names
-// come from BIRD), the BGP class the neighbors by family; the Routes class
-// is not reported and stays empty.
+// come from BIRD), the BGP class the neighbors by family, the Routes class
+// the route table as calico-node reports BIRD's (routes.go).
 func Desired(s state.State, classes []v3.NodeStatusClassType, version string) v3.CalicoNodeStatusStatus {
 	var out v3.CalicoNodeStatusStatus
 	for _, c := range classes {
@@ -25,6 +25,8 @@ func Desired(s state.State, classes []v3.NodeStatusClassType, version string) v3
 			out.Agent = v3.CalicoNodeAgentStatus{BIRDV4: d, BIRDV6: d}
 		case v3.NodeStatusClassTypeBGP:
 			out.BGP = bgp(s)
+		case v3.NodeStatusClassTypeRoutes:
+			out.Routes = routes(s)
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 // Package status reports the agent's published State back to the cluster:
-// this node's CalicoNodeStatus objects get the BGP agent and session part
-// of their status, and a BGPPeer, BGPFilter or Secret named by a problem
+// this node's CalicoNodeStatus objects get the BGP agent, session and
+// route part of their status (the Routes class as calico-node fills it
+// from BIRD, bounded by MaxStatusRoutes per family), and a BGPPeer, BGPFilter or Secret named by a problem
 // (docs/semantics.md §7) gets a Warning Event when the problem appears and
 // a Normal one when it clears.
 //
