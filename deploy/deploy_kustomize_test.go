@@ -113,6 +113,7 @@ func TestOverlaysRender(t *testing.T) {
 		".":          append(slices.Clone(agent), "Role calico-vpp-dataplane/peeragent-secrets", "RoleBinding calico-vpp-dataplane/peeragent-secrets"),
 		"base":       append(slices.Clone(agent), "Role calico-vpp-dataplane/peeragent-secrets", "RoleBinding calico-vpp-dataplane/peeragent-secrets"),
 		"calico":     append(slices.Clone(agent), "Role kube-system/peeragent-secrets", "RoleBinding kube-system/peeragent-secrets"),
+		"calico-vpp": append(slices.Clone(agent), "Role calico-vpp-dataplane/peeragent-secrets", "RoleBinding calico-vpp-dataplane/peeragent-secrets"),
 		"monitoring": {"PodMonitor peeragent/peeragent"},
 	}
 	for _, dir := range overlayDirs(t) {
