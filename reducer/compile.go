@@ -52,9 +52,24 @@ func compilePeer(p *state.BGPPeer) (*state.PeerEntry, []state.Problem) {
 			bad("reachableBy %q is not an IP address", p.ReachableBy)
 		}
 		e.Reach = a.Unmap()
+		checkReach(e, bad)
 	}
 	e.Valid = len(probs) == 0
 	return e, probs
+}
+
+// checkReach refuses a reachableBy gateway no route can use: one of the
+// other family than the peerIP (Calico's validator refuses it, and confd
+// skips such a peer), or one on a peer without a peerIP (Calico's CRD
+// refuses it).
+func checkReach(e *state.PeerEntry, bad func(string, ...any)) {
+	switch {
+	case !e.Reach.IsValid():
+	case e.Spec.PeerIP == "":
+		bad("reachableBy is set without a peerIP")
+	case e.IP.IsValid() && e.IP.Is4() != e.Reach.Is4():
+		bad("reachableBy %s is not of the peerIP %s's address family", e.Reach, e.IP)
+	}
 }
 
 func compilePeerIP(e *state.PeerEntry, bad func(string, ...any)) {
@@ -192,7 +207,7 @@ func parseNode(n *state.Node) (*state.NodeEntry, []state.Problem) {
 	e.V4 = parseNodeAddr(n.IPv4Address, true, "projectcalico.org/IPv4Address", bad)
 	e.V6 = parseNodeAddr(n.IPv6Address, false, "projectcalico.org/IPv6Address", bad)
 	if n.ASNumber != "" {
-		v, err := strconv.ParseInt(strings.TrimSpace(n.ASNumber), 10, 64)
+		v, err := parseASNumber(strings.TrimSpace(n.ASNumber))
 		if err != nil {
 			bad("annotation projectcalico.org/ASNumber %q is not a number", n.ASNumber)
 		} else {
@@ -206,6 +221,25 @@ func parseNode(n *state.Node) (*state.NodeEntry, []state.Problem) {
 		}
 	}
 	return e, probs
+}
+
+// parseASNumber reads an AS number as libcalico-go reads the node
+// annotation (numorstring.ASNumberFromString): asplain ("65546"), or asdot
+// ("1.10" is 1<<16 + 10), each half 0-65535. Range is checked by checkASN.
+func parseASNumber(s string) (int64, error) {
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return v, nil
+	}
+	hi, lo, ok := strings.Cut(s, ".")
+	if !ok {
+		return 0, strconv.ErrSyntax
+	}
+	h, err1 := strconv.ParseUint(hi, 10, 16)
+	l, err2 := strconv.ParseUint(lo, 10, 16)
+	if err1 != nil || err2 != nil {
+		return 0, strconv.ErrSyntax
+	}
+	return int64(h<<16 | l), nil
 }
 
 func parseNodeAddr(s string, v4 bool, field string, bad func(string, ...any)) netip.Addr {
