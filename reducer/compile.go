@@ -46,6 +46,9 @@ func compilePeer(p *state.BGPPeer) (*state.PeerEntry, []state.Problem) {
 	if p.MaxRestartTime != nil {
 		checkRestartTime(p.MaxRestartTime.Duration, "maxRestartTime", bad)
 	}
+	if p.KeepaliveTime != nil {
+		checkKeepalive(p.KeepaliveTime.Duration, bad)
+	}
 	if p.ReachableBy != "" {
 		a, err := netip.ParseAddr(p.ReachableBy)
 		if err != nil || a.Zone() != "" {
@@ -299,6 +302,26 @@ func checkRestartTime(d time.Duration, field string, bad func(string, ...any)) {
 // converts it for BIRD (500ms is 1s, not 0, which would turn graceful
 // restart off).
 func restartSeconds(d time.Duration) time.Duration { return d.Round(time.Second) }
+
+// holdTime is the hold time the speaker offers every neighbor (GoBGP's
+// default; BIRD's is 240 s): a keepalive interval must stay below it.
+const holdTime = 90 * time.Second
+
+// checkKeepalive refuses what cannot be a keepalive interval, after
+// Calico's rounding to the nearest whole second: 0 s (BIRD refuses it too:
+// "Keepalive time must be in range 1-65535"), and a value not below the
+// hold time, at which the peer's hold timer would expire between two
+// keepalives (BIRD refuses one above its own 240 s hold time).
+func checkKeepalive(d time.Duration, bad func(string, ...any)) {
+	switch r := restartSeconds(d); {
+	case d < 0:
+		bad("keepaliveTime %s is negative", d)
+	case r < time.Second:
+		bad("keepaliveTime %s rounds to 0s; the least is 1s", d)
+	case r >= holdTime:
+		bad("keepaliveTime %s is not below the %ds hold time this agent uses", d, int(holdTime/time.Second))
+	}
+}
 
 // checkUnsupported names the fields a source found that this agent does
 // not support: applying the object without them would do something else

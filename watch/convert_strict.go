@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"reflect"
 	"regexp"
 	"slices"
 
@@ -24,7 +25,17 @@ var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
 func decodeCalicoJSON(b []byte, into any) ([]string, error) {
 	strict, err := kjson.UnmarshalStrict(b, into, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
 	if err != nil {
-		return nil, err
+		// An AS number too wide for the v3 types is the reducer's to judge,
+		// on the object (withNewer sets it from b): decode the rest.
+		narrow, ok := stripWideASNs(b)
+		if !ok {
+			return nil, err
+		}
+		reflect.ValueOf(into).Elem().SetZero() // what the failed decode left
+		strict, err = kjson.UnmarshalStrict(narrow, into, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+		if err != nil {
+			return nil, err
+		}
 	}
 	var unknown []string
 	for _, e := range strict {

@@ -10,20 +10,23 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// The executor records the peers it configured, with the route-reflector
-// settings it gave them. The record is exact: the embedded speaker has no
+// The executor records the peers it configured, with the settings GoBGP's
+// UpdatePeer does not apply to a running session (the route-reflector
+// settings and the keepalive interval, docs/gobgp-updates.md) it gave them. The record is exact: the embedded speaker has no
 // other writer, and the record is cleared whenever the speaker starts or
 // stops. It spares an update and a policy refresh a ListPeer, which costs
 // as much as the update itself (every GoBGP call waits on an event loop
 // that is O(peers), milliseconds at 10,000 neighbors).
 type reflector struct {
-	client  bool
-	cluster string
+	client    bool
+	cluster   string
+	keepalive uint64
 }
 
 func reflectorOf(p *api.Peer) reflector {
 	rr := p.GetRouteReflector()
-	return reflector{client: rr.GetRouteReflectorClient(), cluster: rr.GetRouteReflectorClusterId()}
+	return reflector{client: rr.GetRouteReflectorClient(), cluster: rr.GetRouteReflectorClusterId(),
+		keepalive: p.GetTimers().GetConfig().GetKeepaliveInterval()}
 }
 
 // addPeer configures a neighbor; one that is already there is updated
@@ -89,7 +92,9 @@ func (e *Executor) update(ctx context.Context, addr netip.Addr, p *api.Peer) err
 		return e.add(ctx, addr, p)
 	case !sameReflector(cur, p):
 		// GoBGP's UpdatePeer silently ignores route-reflector settings
-		// (measured: no reset, and ListPeer keeps the old values), so the
+		// (measured: no reset, and ListPeer keeps the old values), and
+		// applies a keepalive interval to its config only, not to the
+		// running session (which keeps the one computed at OPEN), so the
 		// only way to apply them is to configure the peer anew.
 		if err := ignoreAbsent(e.bgp.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()})); err != nil {
 			return err
