@@ -39,9 +39,12 @@ var newerIgnored = map[state.Kind]map[string]string{
 // are set from raw too, so that the reducer names the object
 // (docs/semantics.md §7).
 func withNewer[T any](v T, raw []byte, unknown []string) T {
+	if len(unknown) == 0 {
+		return v // the common case: nothing to read again
+	}
 	var rest []string
 	for _, f := range unknown {
-		if _, ok := newerRead[f]; !ok && !ignoredNewer(v, f) {
+		if _, ok := newerRead[f]; !ok && !wideASNField[f] && !ignoredNewer(v, f) {
 			rest = append(rest, f)
 		}
 	}
@@ -57,14 +60,14 @@ func withNewer[T any](v T, raw []byte, unknown []string) T {
 			if d := p.Spec.KeepaliveTime; d != nil && slices.Contains(unknown, "spec.keepaliveTime") {
 				x.KeepaliveTime = &state.Duration{Duration: d.Duration}
 			}
-			p.Spec.wideASNs.set(&x.ASNumber, &x.LocalASNumber)
+			p.Spec.wideASNs.set(unknown, &x.ASNumber, &x.LocalASNumber)
 		}
 	case *state.BGPConfiguration:
 		var c struct {
 			Spec wideASNs `json:"spec"`
 		}
 		if json.Unmarshal(raw, &c) == nil {
-			c.Spec.set(&x.ASNumber, nil)
+			c.Spec.set(unknown, &x.ASNumber, nil)
 		}
 	}
 	return withUnsupported(v, rest)
@@ -82,20 +85,25 @@ func ignoredNewer(v any, field string) bool {
 	return ok
 }
 
+// wideASNField are the paths decodeCalicoJSON lists as unknown when it
+// kept an AS number too wide for the v3 types out of the typed decode.
+var wideASNField = map[string]bool{"spec.asNumber": true, "spec.localASNumber": true}
+
 // wideASNs are the AS number fields of a spec as plain numbers.
 type wideASNs struct {
 	ASNumber      *json.Number `json:"asNumber"`
 	LocalASNumber *json.Number `json:"localASNumber"`
 }
 
-// set copies the AS numbers that are out of the 32-bit range (the typed
-// decode never saw them) into asn and local.
-func (w wideASNs) set(asn, local *int64) {
+// set copies the AS numbers the typed decode never saw (listed in unknown:
+// out of the 32-bit range) into asn and local.
+func (w wideASNs) set(unknown []string, asn, local *int64) {
 	for _, f := range []struct {
-		n   *json.Number
-		dst *int64
-	}{{w.ASNumber, asn}, {w.LocalASNumber, local}} {
-		if f.dst == nil || f.n == nil {
+		path string
+		n    *json.Number
+		dst  *int64
+	}{{"spec.asNumber", w.ASNumber, asn}, {"spec.localASNumber", w.LocalASNumber, local}} {
+		if f.dst == nil || f.n == nil || !slices.Contains(unknown, f.path) {
 			continue
 		}
 		if v, err := f.n.Int64(); err == nil && !asnFits(v) {
@@ -109,16 +117,16 @@ func asnFits(v int64) bool { return v >= 0 && v <= math.MaxUint32 }
 // stripWideASNs returns b without its spec.asNumber and spec.localASNumber
 // when either is a whole number outside 0-4294967295 (which the v3 types'
 // ASNumber cannot hold, so the typed decode would refuse the whole object
-// and the problem would name only its file or the list); ok is false when
-// there is none.
-func stripWideASNs(b []byte) (out []byte, ok bool) {
+// and the problem would name only its file or the list), and their paths;
+// none when there is none.
+func stripWideASNs(b []byte) (out []byte, stripped []string) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(b, &obj) != nil {
-		return nil, false
+		return nil, nil
 	}
 	var spec map[string]json.RawMessage
 	if json.Unmarshal(obj["spec"], &spec) != nil {
-		return nil, false
+		return nil, nil
 	}
 	for _, k := range []string{"asNumber", "localASNumber"} {
 		d := json.NewDecoder(bytes.NewReader(spec[k]))
@@ -129,17 +137,19 @@ func stripWideASNs(b []byte) (out []byte, ok bool) {
 		}
 		if v, err := n.Int64(); err == nil && !asnFits(v) {
 			delete(spec, k)
-			ok = true
+			stripped = append(stripped, "spec."+k)
 		}
 	}
-	if !ok {
-		return nil, false
+	if len(stripped) == 0 {
+		return nil, nil
 	}
 	s, err := json.Marshal(spec)
 	if err != nil {
-		return nil, false
+		return nil, nil
 	}
 	obj["spec"] = s
-	out, err = json.Marshal(obj)
-	return out, err == nil
+	if out, err = json.Marshal(obj); err != nil {
+		return nil, nil
+	}
+	return out, stripped
 }

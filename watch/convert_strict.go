@@ -24,11 +24,13 @@ var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
 // A duplicate field or a value of the wrong type is an error.
 func decodeCalicoJSON(b []byte, into any) ([]string, error) {
 	strict, err := kjson.UnmarshalStrict(b, into, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+	var wide []string
 	if err != nil {
 		// An AS number too wide for the v3 types is the reducer's to judge,
-		// on the object (withNewer sets it from b): decode the rest.
-		narrow, ok := stripWideASNs(b)
-		if !ok {
+		// on the object: decode the rest, and list the field as unknown so
+		// that withNewer sets it from b.
+		var narrow []byte
+		if narrow, wide = stripWideASNs(b); wide == nil {
 			return nil, err
 		}
 		reflect.ValueOf(into).Elem().SetZero() // what the failed decode left
@@ -37,7 +39,7 @@ func decodeCalicoJSON(b []byte, into any) ([]string, error) {
 			return nil, err
 		}
 	}
-	var unknown []string
+	unknown := wide
 	for _, e := range strict {
 		m := unknownField.FindStringSubmatch(e.Error())
 		if m == nil {
