@@ -23,6 +23,13 @@ var (
 	integerFormats = []string{"", "int32", "int64"}
 )
 
+// peerSpecNewer is the BGPPeer spec the agent reads: the pinned API's and
+// the newer fields it decodes from the raw object (watch/convert_newer.go).
+type peerSpecNewer struct {
+	calicov3.BGPPeerSpec
+	KeepaliveTime *metav1.Duration `json:"keepaliveTime,omitempty"`
+}
+
 func TestCRDs(t *testing.T) {
 	ms := loadManifests(t)
 	s := newScheme(t)
@@ -36,10 +43,10 @@ func TestCRDs(t *testing.T) {
 		name, file, group, version, kind, plural string
 		spec                                     any // the Go spec type when not the scheme's
 	}{
-		{"bgppeers-v1", "crds/crd.projectcalico.org_bgppeers.yaml", "crd.projectcalico.org", "v1", "BGPPeer", "bgppeers", nil},
+		{"bgppeers-v1", "crds/crd.projectcalico.org_bgppeers.yaml", "crd.projectcalico.org", "v1", "BGPPeer", "bgppeers", peerSpecNewer{}},
 		{"bgpconfigurations-v1", "crds/crd.projectcalico.org_bgpconfigurations.yaml", "crd.projectcalico.org", "v1", "BGPConfiguration", "bgpconfigurations", nil},
 		{"bgpfilters-v1", "crds/crd.projectcalico.org_bgpfilters.yaml", "crd.projectcalico.org", "v1", "BGPFilter", "bgpfilters", nil},
-		{"bgppeers-v3", "crds/v3/projectcalico.org_bgppeers.yaml", "projectcalico.org", "v3", "BGPPeer", "bgppeers", nil},
+		{"bgppeers-v3", "crds/v3/projectcalico.org_bgppeers.yaml", "projectcalico.org", "v3", "BGPPeer", "bgppeers", peerSpecNewer{}},
 		{"bgpconfigurations-v3", "crds/v3/projectcalico.org_bgpconfigurations.yaml", "projectcalico.org", "v3", "BGPConfiguration", "bgpconfigurations", nil},
 		{"bgpfilters-v3", "crds/v3/projectcalico.org_bgpfilters.yaml", "projectcalico.org", "v3", "BGPFilter", "bgpfilters", nil},
 		{"ippools-v1", "crds/crd.projectcalico.org_ippools.yaml", "crd.projectcalico.org", "v1", "IPPool", "ippools", nil},

@@ -33,6 +33,7 @@ var fields = []field{
 	{"passive", true, func(n *state.Neighbor) string { return fmt.Sprint(n.Passive) }},
 	{"families", true, func(n *state.Neighbor) string { return strings.Join(n.Families, ",") }},
 	{"gracefulRestartSeconds", true, func(n *state.Neighbor) string { return fmt.Sprint(n.GracefulRestartSeconds) }},
+	{"keepaliveSeconds", true, func(n *state.Neighbor) string { return fmt.Sprint(n.KeepaliveSeconds) }},
 	{"allowOwnASN", true, func(n *state.Neighbor) string { return fmt.Sprint(n.AllowOwnASN) }},
 	{"ttlMin", true, func(n *state.Neighbor) string { return fmt.Sprint(n.TTLMin) }},
 	{"ebgpMultihopTTL", true, func(n *state.Neighbor) string { return fmt.Sprint(n.EBGPMultihopTTL) }},
@@ -104,6 +105,9 @@ func Summary(n *state.Neighbor) string {
 	}
 	if n.RouteReflectorClient {
 		b.WriteString(" rr-client=" + n.RouteReflectorClusterID)
+	}
+	if n.KeepaliveSeconds != 0 {
+		fmt.Fprintf(&b, " keepalive=%ds", n.KeepaliveSeconds)
 	}
 	fmt.Fprintf(&b, " gr=%ds families=%s", n.GracefulRestartSeconds, strings.Join(n.Families, ","))
 	return b.String()

@@ -79,7 +79,13 @@ func (t *tx) derivePath(k string, p netip.Prefix) {
 	t.setMember(state.SetMember{Set: state.SetName(state.SetOwn, p), Prefix: p, Min: uint8(p.Bits()), Max: full}, len(own) > 0)
 	for _, name := range own {
 		obj := affinityObject(name)
-		if pool == nil {
+		switch {
+		case pool == nil && t.pendingDeletion(name):
+			// docs/routes.md §8.1 rule 2: BIRD's calico_aggr accepts no
+			// pendingDeletion block, and outside every pool nothing else does.
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("block %s is outside every IPPool and pendingDeletion; not advertised (its drop route stays)", p)})
+			continue
+		case pool == nil:
 			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("block %s is outside every IPPool; advertised", p)})
 		}
 		switch {
@@ -94,7 +100,9 @@ func (t *tx) derivePath(k string, p netip.Prefix) {
 			origins = append(origins, podObject(pk))
 		}
 	}
-	if svc != nil && nh.IsValid() { // docs/routes.md §8.4: outside pools, never problems
+	// docs/routes.md §8.4: outside pools, never problems; inside a
+	// disableBGPExport pool none (§8.1 rule 6)
+	if svc != nil && nh.IsValid() && !noBGP {
 		if len(svc.Ranges) > 0 {
 			origins = append(origins, configObject("default"))
 		}
@@ -134,6 +142,12 @@ func (t *tx) ownAffinities(o *state.Origins) []string {
 		}
 	}
 	return out
+}
+
+// pendingDeletion reports whether affinity name is in state pendingDeletion.
+func (t *tx) pendingDeletion(name string) bool {
+	e, ok := t.s.Inputs.Affinities.Get(name)
+	return ok && e.Spec.State == "pendingDeletion"
 }
 
 // insideOwnBlock reports whether p is inside (or is) one of N's blocks.

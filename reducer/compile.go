@@ -46,15 +46,33 @@ func compilePeer(p *state.BGPPeer) (*state.PeerEntry, []state.Problem) {
 	if p.MaxRestartTime != nil {
 		checkRestartTime(p.MaxRestartTime.Duration, "maxRestartTime", bad)
 	}
+	if p.KeepaliveTime != nil {
+		checkKeepalive(p.KeepaliveTime.Duration, bad)
+	}
 	if p.ReachableBy != "" {
 		a, err := netip.ParseAddr(p.ReachableBy)
 		if err != nil || a.Zone() != "" {
 			bad("reachableBy %q is not an IP address", p.ReachableBy)
 		}
 		e.Reach = a.Unmap()
+		checkReach(e, bad)
 	}
 	e.Valid = len(probs) == 0
 	return e, probs
+}
+
+// checkReach refuses a reachableBy gateway no route can use: one of the
+// other family than the peerIP (Calico's validator refuses it, and confd
+// skips such a peer), or one on a peer without a peerIP (Calico's CRD
+// refuses it).
+func checkReach(e *state.PeerEntry, bad func(string, ...any)) {
+	switch {
+	case !e.Reach.IsValid():
+	case e.Spec.PeerIP == "":
+		bad("reachableBy is set without a peerIP")
+	case e.IP.IsValid() && e.IP.Is4() != e.Reach.Is4():
+		bad("reachableBy %s is not of the peerIP %s's address family", e.Reach, e.IP)
+	}
 }
 
 func compilePeerIP(e *state.PeerEntry, bad func(string, ...any)) {
@@ -192,7 +210,7 @@ func parseNode(n *state.Node) (*state.NodeEntry, []state.Problem) {
 	e.V4 = parseNodeAddr(n.IPv4Address, true, "projectcalico.org/IPv4Address", bad)
 	e.V6 = parseNodeAddr(n.IPv6Address, false, "projectcalico.org/IPv6Address", bad)
 	if n.ASNumber != "" {
-		v, err := strconv.ParseInt(strings.TrimSpace(n.ASNumber), 10, 64)
+		v, err := parseASNumber(strings.TrimSpace(n.ASNumber))
 		if err != nil {
 			bad("annotation projectcalico.org/ASNumber %q is not a number", n.ASNumber)
 		} else {
@@ -206,6 +224,25 @@ func parseNode(n *state.Node) (*state.NodeEntry, []state.Problem) {
 		}
 	}
 	return e, probs
+}
+
+// parseASNumber reads an AS number as libcalico-go reads the node
+// annotation (numorstring.ASNumberFromString): asplain ("65546"), or asdot
+// ("1.10" is 1<<16 + 10), each half 0-65535. Range is checked by checkASN.
+func parseASNumber(s string) (int64, error) {
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return v, nil
+	}
+	hi, lo, ok := strings.Cut(s, ".")
+	if !ok {
+		return 0, strconv.ErrSyntax
+	}
+	h, err1 := strconv.ParseUint(hi, 10, 16)
+	l, err2 := strconv.ParseUint(lo, 10, 16)
+	if err1 != nil || err2 != nil {
+		return 0, strconv.ErrSyntax
+	}
+	return int64(h<<16 | l), nil
 }
 
 func parseNodeAddr(s string, v4 bool, field string, bad func(string, ...any)) netip.Addr {
@@ -265,6 +302,26 @@ func checkRestartTime(d time.Duration, field string, bad func(string, ...any)) {
 // converts it for BIRD (500ms is 1s, not 0, which would turn graceful
 // restart off).
 func restartSeconds(d time.Duration) time.Duration { return d.Round(time.Second) }
+
+// holdTime is the hold time the speaker offers every neighbor (GoBGP's
+// default; BIRD's is 240 s): a keepalive interval must stay below it.
+const holdTime = 90 * time.Second
+
+// checkKeepalive refuses what cannot be a keepalive interval, after
+// Calico's rounding to the nearest whole second: 0 s (BIRD refuses it too:
+// "Keepalive time must be in range 1-65535"), and a value not below the
+// hold time, at which the peer's hold timer would expire between two
+// keepalives (BIRD refuses one above its own 240 s hold time).
+func checkKeepalive(d time.Duration, bad func(string, ...any)) {
+	switch r := restartSeconds(d); {
+	case d < 0:
+		bad("keepaliveTime %s is negative", d)
+	case r < time.Second:
+		bad("keepaliveTime %s rounds to 0s; the least is 1s", d)
+	case r >= holdTime:
+		bad("keepaliveTime %s is not below the %ds hold time this agent uses", d, int(holdTime/time.Second))
+	}
+}
 
 // checkUnsupported names the fields a source found that this agent does
 // not support: applying the object without them would do something else

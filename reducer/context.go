@@ -28,6 +28,33 @@ func (t *tx) defaults() *state.BGPConfiguration {
 	return c
 }
 
+// defaultPending reports whether the default BGPConfiguration is invalid
+// with no last valid version (on a fresh start, or created invalid): what
+// depends on it is held back until it is valid, rather than run with
+// Calico's defaults (AS 64512) instead of what the operator wrote
+// (docs/semantics.md §7). It depends on the objects alone, so a restart
+// of the agent changes nothing.
+func (t *tx) defaultPending() bool {
+	if _, ok := t.s.Inputs.Configs.Get("default"); ok {
+		return false
+	}
+	_, rejected := t.s.Inputs.RejectedConfigs.Get("default")
+	return rejected
+}
+
+// readsDefault reports whether node n's AS or listen port would come from
+// the default BGPConfiguration.
+func (t *tx) readsDefault(n *state.NodeEntry) bool {
+	if n == nil {
+		return false
+	}
+	if n.ASN == 0 {
+		return true
+	}
+	c, ok := t.s.Inputs.Configs.Get("node." + n.Spec.Name)
+	return !ok || c.ListenPort < 1 || c.ListenPort > 65535
+}
+
 // asnOf is a node's effective AS: its annotation, else the default
 // configuration's, else 64512.
 func (t *tx) asnOf(n *state.NodeEntry) uint32 {
@@ -60,10 +87,11 @@ func isLocalAddr(l *state.NodeEntry, a netip.Addr) bool {
 }
 
 // server computes the speaker's global config; zero until this node is
-// known with at least one address.
+// known with at least one address, and while its AS or port would come from
+// a default BGPConfiguration that was never valid.
 func (t *tx) server() state.Server {
 	l := t.local()
-	if l == nil || (!l.V4.IsValid() && !l.V6.IsValid()) {
+	if l == nil || (!l.V4.IsValid() && !l.V6.IsValid()) || (t.defaultPending() && t.readsDefault(l)) {
 		return state.Server{}
 	}
 	id := l.V4

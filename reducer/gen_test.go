@@ -212,7 +212,7 @@ func (g *gen) node(name string) state.Node {
 		n.IPv6Address = g.nodeAddr(nodeV6, i, "/64", "fd00::zz/64", "10.0.0.7/24")
 	}
 	if g.chance(25) {
-		n.ASNumber = g.pick("64512", "64513", "65000", " 64513", "0", "abc", "4294967296")
+		n.ASNumber = g.pick("64512", "64513", "65000", " 64513", "0", "abc", "4294967296", "0.64513", "1.65536")
 	}
 	if g.chance(20) {
 		n.RRClusterID = g.pick("1.0.0.1", "1.0.0.1", "1.0.0.2", "bogus")
@@ -358,6 +358,9 @@ func (g *gen) peerSettings(p *state.BGPPeer) {
 	}
 	if g.chance(10) {
 		p.MaxRestartTime = &state.Duration{Duration: 90 * time.Second}
+	}
+	if g.chance(10) {
+		p.KeepaliveTime = &state.Duration{Duration: []time.Duration{10 * time.Second, 90 * time.Second}[g.c.IntN(2)]}
 	}
 	if g.chance(5) {
 		p.NumAllowedLocalASNumbers = []int32{2, 11}[g.c.IntN(2)]

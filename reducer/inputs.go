@@ -166,6 +166,10 @@ func (t *tx) upsertConfig(c *state.BGPConfiguration) {
 	in.RejectedConfigs = in.RejectedConfigs.Set(c.Name, c)
 	if had {
 		probs = append(probs, keptProblem(configObject(c.Name)))
+	} else if c.Name == "default" {
+		probs = append(probs, state.Problem{Object: configObject(c.Name), Reason: "invalid, with no last valid version: " +
+			"the speaker and every neighbor whose AS, port or mesh settings come from it are held back until it is valid"})
+		t.full = t.full || !wasRejected // docs/semantics.md §7: what depends on it is held from now
 	}
 	t.setProblems(configBucket(c.Name), probs)
 }
@@ -176,6 +180,7 @@ func (t *tx) deleteConfig(name string) {
 	if _, rej := in.RejectedConfigs.Get(name); rej {
 		in.RejectedConfigs = in.RejectedConfigs.Delete(name)
 		t.setProblems(configBucket(name), nil)
+		t.full = t.full || (name == "default" && !had) // no longer held (defaultPending)
 	}
 	if !had {
 		return

@@ -123,6 +123,9 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 		if d := p.Spec.MaxRestartTime; d != nil {
 			restart = d.Duration
 		}
+		if d := p.Spec.KeepaliveTime; d != nil {
+			n.KeepaliveSeconds = uint32(restartSeconds(d.Duration) / time.Second)
+		}
 		probs = t.peerSettings(n, p, c)
 	}
 	n.GracefulRestartSeconds = uint32(restartSeconds(restart) / time.Second)
@@ -132,6 +135,11 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 	t.markRR(n, l, remote)
 	n.Policy.CalicoExport = true // docs/routes.md §8.3, appendix C (C7)
 	n.Families = t.families(v6)
+	if t.defaultPending() && (p == nil || t.readsDefault(l) || t.readsDefault(remote)) {
+		n.Waiting = "bgpconfiguration default"
+		probs = append(probs, state.Problem{Object: heldObject(n, c), Reason: fmt.Sprintf(
+			"neighbor %s held back: bgpconfiguration default is invalid and has no last valid version, and the neighbor depends on it", n.Address)})
+	}
 	if pr := t.password(k, n, ref); pr != nil {
 		pr.Object = n.Origin
 		if c.Class == state.ClassReverse {
@@ -140,6 +148,14 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 		probs = append(probs, *pr)
 	}
 	return n, probs
+}
+
+// heldObject is the object a problem about a held-back neighbor names.
+func heldObject(n *state.Neighbor, c state.Candidate) string {
+	if c.Class == state.ClassReverse {
+		return bgpPeerObject(c.Peer)
+	}
+	return n.Origin
 }
 
 // remoteNode is the Calico node behind a neighbor: the candidate's own, or

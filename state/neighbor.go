@@ -8,25 +8,28 @@ import (
 // Neighbor is one BGP neighbor this node must have, fully resolved: every
 // setting of docs/semantics.md §3 as plain data for the GoBGP executor.
 type Neighbor struct {
-	Address                 netip.Addr    `json:"address"`
-	Port                    uint16        `json:"port"`
-	PeerASN                 uint32        `json:"peerASN"`
-	LocalASN                uint32        `json:"localASN"`
-	Origin                  string        `json:"origin"`
-	Passive                 bool          `json:"passive"`
-	Password                Password      `json:"password"`
-	PasswordRef             *SecretKeyRef `json:"passwordRef,omitempty"`
-	SourceAddress           netip.Addr    `json:"sourceAddress"`
-	TTLMin                  uint8         `json:"ttlMin"`
-	EBGPMultihopTTL         uint8         `json:"ebgpMultihopTTL"`
-	GracefulRestartSeconds  uint32        `json:"gracefulRestartSeconds"`
-	AllowOwnASN             uint8         `json:"allowOwnASN"`
-	RouteReflectorClient    bool          `json:"routeReflectorClient"`
-	RouteReflectorClusterID string        `json:"routeReflectorClusterID"`
-	Families                []string      `json:"families"`
-	Filters                 []string      `json:"filters"`
-	Policy                  Policy        `json:"policy"`
-	ReachableBy             netip.Addr    `json:"reachableBy"`
+	Address                netip.Addr    `json:"address"`
+	Port                   uint16        `json:"port"`
+	PeerASN                uint32        `json:"peerASN"`
+	LocalASN               uint32        `json:"localASN"`
+	Origin                 string        `json:"origin"`
+	Passive                bool          `json:"passive"`
+	Password               Password      `json:"password"`
+	PasswordRef            *SecretKeyRef `json:"passwordRef,omitempty"`
+	SourceAddress          netip.Addr    `json:"sourceAddress"`
+	TTLMin                 uint8         `json:"ttlMin"`
+	EBGPMultihopTTL        uint8         `json:"ebgpMultihopTTL"`
+	GracefulRestartSeconds uint32        `json:"gracefulRestartSeconds"`
+	// KeepaliveSeconds is the keepalive interval (BGPPeer keepaliveTime);
+	// 0 is the speaker's default, a third of the hold time.
+	KeepaliveSeconds        uint32     `json:"keepaliveSeconds"`
+	AllowOwnASN             uint8      `json:"allowOwnASN"`
+	RouteReflectorClient    bool       `json:"routeReflectorClient"`
+	RouteReflectorClusterID string     `json:"routeReflectorClusterID"`
+	Families                []string   `json:"families"`
+	Filters                 []string   `json:"filters"`
+	Policy                  Policy     `json:"policy"`
+	ReachableBy             netip.Addr `json:"reachableBy"`
 	// Waiting, when set, holds the neighbor back: it is never configured
 	// until what it names arrives ("secret ns/name key k").
 	Waiting string `json:"waiting,omitempty"`
@@ -84,7 +87,8 @@ func (n *Neighbor) Equal(o *Neighbor) bool {
 		n.LocalASN == o.LocalASN && n.Origin == o.Origin && n.Passive == o.Passive &&
 		n.Password == o.Password && n.SourceAddress == o.SourceAddress &&
 		n.TTLMin == o.TTLMin && n.EBGPMultihopTTL == o.EBGPMultihopTTL &&
-		n.GracefulRestartSeconds == o.GracefulRestartSeconds && n.AllowOwnASN == o.AllowOwnASN &&
+		n.GracefulRestartSeconds == o.GracefulRestartSeconds && n.KeepaliveSeconds == o.KeepaliveSeconds &&
+		n.AllowOwnASN == o.AllowOwnASN &&
 		n.RouteReflectorClient == o.RouteReflectorClient &&
 		n.RouteReflectorClusterID == o.RouteReflectorClusterID &&
 		n.ReachableBy == o.ReachableBy && n.Waiting == o.Waiting &&

@@ -21,7 +21,7 @@ func fullNeighbor() state.Neighbor {
 		Origin: "bgppeer/tor", Passive: true, Password: state.NewPassword("pw"),
 		PasswordRef:   &state.SecretKeyRef{Name: "s", Key: "k"},
 		SourceAddress: netip.MustParseAddr("10.0.0.1"), TTLMin: 254, EBGPMultihopTTL: 2,
-		GracefulRestartSeconds: 120, AllowOwnASN: 1, RouteReflectorClient: true,
+		GracefulRestartSeconds: 120, KeepaliveSeconds: 10, AllowOwnASN: 1, RouteReflectorClient: true,
 		RouteReflectorClusterID: "224.0.0.1", Families: []string{"ipv4-unicast", "ipv6-unicast"},
 		Filters: []string{"f1", "f2"}, Policy: state.Policy{NextHop: "self",
 			Import: []state.Rule{{Filter: "f1", Action: "accept"}}, Export: []state.Rule{{Filter: "f2", Action: "reject"}}},

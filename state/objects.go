@@ -24,6 +24,7 @@ type BGPPeer struct {
 	Password                 *SecretKeyRef `json:"password,omitempty"`
 	SourceAddress            string        `json:"sourceAddress,omitempty"`
 	MaxRestartTime           *Duration     `json:"maxRestartTime,omitempty"`
+	KeepaliveTime            *Duration     `json:"keepaliveTime,omitempty"` // Calico v3.32, newer than the pinned API
 	NumAllowedLocalASNumbers int32         `json:"numAllowedLocalASNumbers,omitempty"`
 	TTLSecurity              int32         `json:"ttlSecurity,omitempty"`
 	KeepOriginalNextHop      bool          `json:"keepOriginalNextHop,omitempty"`

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"reflect"
 	"regexp"
 	"slices"
 
@@ -23,10 +24,22 @@ var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
 // A duplicate field or a value of the wrong type is an error.
 func decodeCalicoJSON(b []byte, into any) ([]string, error) {
 	strict, err := kjson.UnmarshalStrict(b, into, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+	var wide []string
 	if err != nil {
-		return nil, err
+		// An AS number too wide for the v3 types is the reducer's to judge,
+		// on the object: decode the rest, and list the field as unknown so
+		// that withNewer sets it from b.
+		var narrow []byte
+		if narrow, wide = stripWideASNs(b); wide == nil {
+			return nil, err
+		}
+		reflect.ValueOf(into).Elem().SetZero() // what the failed decode left
+		strict, err = kjson.UnmarshalStrict(narrow, into, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+		if err != nil {
+			return nil, err
+		}
 	}
-	var unknown []string
+	unknown := wide
 	for _, e := range strict {
 		m := unknownField.FindStringSubmatch(e.Error())
 		if m == nil {

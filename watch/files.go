@@ -19,7 +19,9 @@ package watch
 //     either group, side by side; docs/routes.md §11.7), core v1 Node,
 //     v1 Secret and v1 Pod (only those whose spec.nodeName is the agent's
 //     node; others are skipped silently, so a dump of every Pod can be
-//     used), and v1 List (as
+//     used), v1 Service and discovery.k8s.io/v1 EndpointSlice (all
+//     namespaces, as the cluster source watches them; taken only while a
+//     service range is configured, docs/routes.md §8.4), and v1 List (as
 //     `kubectl get -o yaml` writes) of those. Secrets are taken from the
 //     agent's namespace, or with none (the directory is the agent's own); a
 //     Secret of another namespace is a problem and is not read (docs/semantics.md
@@ -33,7 +35,8 @@ package watch
 //   - Decoding: each document goes through sigs.k8s.io/yaml into the
 //     Calico v3 or core v1 type, then the converters of convert.go. Calico
 //     objects are strict (an unknown or repeated field is a problem, as
-//     with `kubectl apply`); Nodes and Secrets are lenient (files_decode.go).
+//     with `kubectl apply`); Nodes, Secrets, Pods, Services and
+//     EndpointSlices are lenient (files_decode.go).
 //   - Problems: a file that cannot be read, a document that is not valid
 //     YAML or does not decode into its type, an object without a name, or a
 //     duplicate, is a Problem{Object: "file/NAME", Reason: "line N: ..."}
@@ -73,6 +76,9 @@ type Objects struct {
 	Affinities []state.BlockAffinity
 	Pools      []state.IPPool
 	Pods       []state.Pod
+	// Services and EndpointSlices (docs/routes.md §8.4), all namespaces.
+	Services       []state.Service
+	EndpointSlices []state.EndpointSlice
 }
 
 // Actions returns one SourceSynced per kind, all ten (secrets included)
@@ -89,11 +95,10 @@ func (o Objects) Actions() []state.Action {
 		state.SourceSynced{Kind: state.KindIPPool, Pools: o.Pools},
 		state.SourceSynced{Kind: state.KindBlockAffinity, Affinities: o.Affinities},
 		state.SourceSynced{Kind: state.KindPod, Pods: o.Pods},
-		// A directory holds no Services: it lists none, which the reducer
-		// takes only while a service range is configured (docs/routes.md
-		// §8.4), after the configurations above.
-		state.SourceSynced{Kind: state.KindService},
-		state.SourceSynced{Kind: state.KindEndpointSlice},
+		// The reducer takes these only while a service range is configured
+		// (docs/routes.md §8.4), so they come after the configurations.
+		state.SourceSynced{Kind: state.KindService, Services: o.Services},
+		state.SourceSynced{Kind: state.KindEndpointSlice, EndpointSlices: o.EndpointSlices},
 	}
 }
 
@@ -116,6 +121,10 @@ func (o *Objects) add(v any) {
 		o.Pools = append(o.Pools, v)
 	case state.Pod:
 		o.Pods = append(o.Pods, v)
+	case state.Service:
+		o.Services = append(o.Services, v)
+	case state.EndpointSlice:
+		o.EndpointSlices = append(o.EndpointSlices, v)
 	}
 }
 
@@ -129,6 +138,8 @@ func (o *Objects) sortByName() {
 	slices.SortStableFunc(o.Affinities, func(a, b state.BlockAffinity) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(o.Pools, func(a, b state.IPPool) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(o.Pods, func(a, b state.Pod) int { return cmp.Compare(a.Key(), b.Key()) })
+	slices.SortStableFunc(o.Services, func(a, b state.Service) int { return cmp.Compare(a.Key(), b.Key()) })
+	slices.SortStableFunc(o.EndpointSlices, func(a, b state.EndpointSlice) int { return cmp.Compare(a.Key(), b.Key()) })
 }
 
 // LoadDir reads every manifest file of dir once: the objects, and the

@@ -7,6 +7,7 @@ import (
 
 	v3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/peeragent/peeragent/state"
@@ -46,6 +47,9 @@ var manifestKinds = map[string]manifestKind{
 	"v1/Node":                 {state.KindNode, decodeManifestNode},
 	"v1/Secret":               {state.KindSecret, decodeManifestSecret},
 	"v1/Pod":                  {state.KindPod, decodeManifestPod},
+	"v1/Service":              {state.KindService, decodeManifestService},
+	// docs/routes.md §8.4, as the cluster source reads them
+	"discovery.k8s.io/v1/EndpointSlice": {state.KindEndpointSlice, decodeManifestSlice},
 }
 
 // Calico objects are decoded strictly (unknown or duplicate fields are an
@@ -62,42 +66,44 @@ var manifestKinds = map[string]manifestKind{
 
 func decodeManifestPeer(raw []byte) (any, string, error) {
 	var p v3.BGPPeer
-	unknown, err := decodeManifestCalico(raw, &p)
-	return withUnsupported(Peer(&p), unknown), p.Name, err
+	j, unknown, err := decodeManifestCalico(raw, &p)
+	return withNewer(Peer(&p), j, unknown), p.Name, err
 }
 
 func decodeManifestConfig(raw []byte) (any, string, error) {
 	var c v3.BGPConfiguration
-	unknown, err := decodeManifestCalico(raw, &c)
-	return withUnsupported(Config(&c), unknown), c.Name, err
+	j, unknown, err := decodeManifestCalico(raw, &c)
+	return withNewer(Config(&c), j, unknown), c.Name, err
 }
 
 func decodeManifestFilter(raw []byte) (any, string, error) {
 	var f v3.BGPFilter
-	unknown, err := decodeManifestCalico(raw, &f)
-	return withUnsupported(Filter(&f), unknown), f.Name, err
+	j, unknown, err := decodeManifestCalico(raw, &f)
+	return withNewer(Filter(&f), j, unknown), f.Name, err
 }
 
 func decodeManifestAffinity(raw []byte) (any, string, error) {
 	var a BlockAffinityObject
-	unknown, err := decodeManifestCalico(raw, &a)
-	return withUnsupported(Affinity(&a), unknown), a.Name, err
+	j, unknown, err := decodeManifestCalico(raw, &a)
+	return withNewer(Affinity(&a), j, unknown), a.Name, err
 }
 
 func decodeManifestPool(raw []byte) (any, string, error) {
 	var p v3.IPPool
-	unknown, err := decodeManifestCalico(raw, &p)
-	return withUnsupported(Pool(&p), unknown), p.Name, err
+	j, unknown, err := decodeManifestCalico(raw, &p)
+	return withNewer(Pool(&p), j, unknown), p.Name, err
 }
 
 // decodeManifestCalico converts YAML to JSON refusing duplicate keys (as
-// `kubectl apply` does), then decodes it as the cluster source does.
-func decodeManifestCalico(raw []byte, into any) ([]string, error) {
+// `kubectl apply` does), then decodes it as the cluster source does; it
+// returns the JSON for withNewer.
+func decodeManifestCalico(raw []byte, into any) ([]byte, []string, error) {
 	j, err := yaml.YAMLToJSONStrict(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return decodeCalicoJSON(j, into)
+	unknown, err := decodeCalicoJSON(j, into)
+	return j, unknown, err
 }
 
 func decodeManifestNode(raw []byte) (any, string, error) {
@@ -127,6 +133,37 @@ func decodeManifestPod(raw []byte) (any, string, error) {
 		name = p.Namespace + "/" + p.Name
 	}
 	return manifestPod{pod: Pod(&p), node: p.Spec.NodeName}, name, err
+}
+
+// decodeManifestService reads a Service leniently, as a Pod (a dump from
+// a cluster carries many fields); its name is NAMESPACE/NAME, "default"
+// when it has none.
+func decodeManifestService(raw []byte) (any, string, error) {
+	var s corev1.Service
+	err := yaml.Unmarshal(raw, &s)
+	if s.Namespace == "" {
+		s.Namespace = "default"
+	}
+	return Service(&s), namespacedName(s.Namespace, s.Name), err
+}
+
+// decodeManifestSlice reads an EndpointSlice as decodeManifestService a
+// Service.
+func decodeManifestSlice(raw []byte) (any, string, error) {
+	var e discoveryv1.EndpointSlice
+	err := yaml.Unmarshal(raw, &e)
+	if e.Namespace == "" {
+		e.Namespace = "default"
+	}
+	return EndpointSlice(&e), namespacedName(e.Namespace, e.Name), err
+}
+
+// namespacedName is NAMESPACE/NAME, or "" without a name.
+func namespacedName(ns, name string) string {
+	if name == "" {
+		return ""
+	}
+	return ns + "/" + name
 }
 
 // decodeManifestSecret never returns the decoder's own error, which may
@@ -160,8 +197,8 @@ func lookupManifestKind(apiVersion, kind string) (mk manifestKind, reason string
 	case calico && manifestKinds["calico/"+kind].decode != nil:
 		return mk, fmt.Sprintf("%s: unsupported apiVersion %q (want %s or %s)",
 			kind, apiVersion, manifestCRDVersion, manifestV3Version), false
-	case apiVersion == "v1":
-		if mk, ok := manifestKinds["v1/"+kind]; ok {
+	case apiVersion == "v1" || apiVersion == "discovery.k8s.io/v1":
+		if mk, ok := manifestKinds[apiVersion+"/"+kind]; ok {
 			return mk, "", true
 		}
 	case apiVersion == "" && kind == "":

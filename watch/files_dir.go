@@ -323,13 +323,21 @@ func (r *dirReload) reportProblems(probs map[string][]state.Problem) int {
 }
 
 // syncObjects dispatches the SourceSynced of every kind that changed (all
-// of them the first time) and returns their kinds.
+// of them the first time) and returns their kinds. A change of the
+// configurations sends the Services and EndpointSlices again too: the
+// reducer takes them only while a service range is configured and forgets
+// them when none is (docs/routes.md §8.4), so a range added later needs
+// them anew, as a cluster's watch starting would list them.
 func (r *dirReload) syncObjects(actions []state.Action) []state.Kind {
 	var kinds []state.Kind
+	configs := false
 	for i, a := range actions {
-		if r.synced && reflect.DeepEqual(a, r.objects[i]) {
+		k := a.(state.SourceSynced).Kind
+		again := configs && (k == state.KindService || k == state.KindEndpointSlice)
+		if r.synced && !again && reflect.DeepEqual(a, r.objects[i]) {
 			continue
 		}
+		configs = configs || k == state.KindBGPConfiguration
 		kinds = append(kinds, a.(state.SourceSynced).Kind)
 		r.dispatch(a)
 	}

@@ -225,12 +225,12 @@ func kindObjectName(k state.Kind) func(string) string {
 func calicoDecoder[P any, T any](conv func(*P) T) func(any) (T, error) {
 	return func(obj any) (T, error) {
 		var p P
-		unknown, err := decodeCalico(obj, &p)
+		raw, unknown, err := decodeCalico(obj, &p)
 		if err != nil {
 			var zero T
 			return zero, err
 		}
-		return withUnsupported(conv(&p), unknown), nil
+		return withNewer(conv(&p), raw, unknown), nil
 	}
 }
 
@@ -238,21 +238,22 @@ func calicoDecoder[P any, T any](conv func(*P) T) func(any) (T, error) {
 // runtime.DefaultUnstructuredConverter: the converter silently wraps
 // out-of-range integers (asNumber 5000000000 becomes 705032704, ttlSecurity
 // 300 becomes 44), turning bad input into wrong input.
-// Unknown fields are returned (decodeCalicoJSON), not dropped.
-func decodeCalico(obj any, into any) ([]string, error) {
+// Unknown fields are returned (decodeCalicoJSON), not dropped, with the
+// JSON for withNewer.
+func decodeCalico(obj any, into any) ([]byte, []string, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return nil, fmt.Errorf("decode: unexpected %T", obj)
+		return nil, nil, fmt.Errorf("decode: unexpected %T", obj)
 	}
 	b, err := u.MarshalJSON()
 	if err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+		return nil, nil, fmt.Errorf("decode: %w", err)
 	}
 	unknown, err := decodeCalicoJSON(b, into)
 	if err != nil {
-		return nil, errors.New(decodeReason(u, err))
+		return nil, nil, errors.New(decodeReason(u, err))
 	}
-	return unknown, nil
+	return b, unknown, nil
 }
 
 // decodeReason names the offending field and its value when it can

@@ -15,7 +15,8 @@ import (
 // the manifest directory and to the cluster source's decoder: both give the
 // same object, its unsupported fields listed (the cluster used to drop
 // them silently: a rule {action: Reject, peerType: eBGP} became an
-// unconditional Reject, a BGPPeer's keepaliveTime vanished), and so the
+// unconditional Reject, a BGPPeer's keepaliveTime vanished, before this agent
+// read it), and so the
 // reducer reports the same problem whichever source it came from.
 func TestUnsupportedFieldsSameInBothSources(t *testing.T) {
 	tests := []struct {
@@ -23,11 +24,11 @@ func TestUnsupportedFieldsSameInBothSources(t *testing.T) {
 		codec     func(any) (any, error)
 		want      []string
 	}{
-		{name: "peer-keepalive-time", want: []string{"spec.keepaliveTime"}, codec: decodeWith(peerCodec().decode), doc: `
+		{name: "peer-keepalive-time-typo", want: []string{"spec.keepAliveTime"}, codec: decodeWith(peerCodec().decode), doc: `
 apiVersion: projectcalico.org/v3
 kind: BGPPeer
 metadata: {name: tor-a}
-spec: {peerIP: 192.0.2.1, asNumber: 65001, keepaliveTime: 10s}
+spec: {peerIP: 192.0.2.1, asNumber: 65001, keepAliveTime: 10s}
 `},
 		{name: "peer-local-workload-selector", want: []string{"spec.localWorkloadSelector"}, codec: decodeWith(peerCodec().decode), doc: `
 apiVersion: crd.projectcalico.org/v1

@@ -73,6 +73,7 @@ type PlanNeighbor struct {
 	TTLMin                  uint8    `json:"ttlMin"`
 	EBGPMultihopTTL         uint8    `json:"ebgpMultihopTTL"`
 	GracefulRestartSeconds  uint32   `json:"gracefulRestartSeconds"`
+	KeepaliveSeconds        uint32   `json:"keepaliveSeconds"`
 	AllowOwnASN             uint8    `json:"allowOwnASN"`
 	RouteReflectorClient    bool     `json:"routeReflectorClient"`
 	RouteReflectorClusterID string   `json:"routeReflectorClusterID"`
@@ -173,7 +174,7 @@ func planNeighbor(n *state.Neighbor) PlanNeighbor {
 	return PlanNeighbor{Address: n.Address.String(), Port: n.Port, PeerASN: n.PeerASN, LocalASN: n.LocalASN,
 		Origin: n.Origin, Passive: n.Passive, Password: n.Password.Fingerprint(),
 		SourceAddress: addrText(n.SourceAddress), TTLMin: n.TTLMin, EBGPMultihopTTL: n.EBGPMultihopTTL,
-		GracefulRestartSeconds: n.GracefulRestartSeconds, AllowOwnASN: n.AllowOwnASN,
+		GracefulRestartSeconds: n.GracefulRestartSeconds, KeepaliveSeconds: n.KeepaliveSeconds, AllowOwnASN: n.AllowOwnASN,
 		RouteReflectorClient: n.RouteReflectorClient, RouteReflectorClusterID: n.RouteReflectorClusterID,
 		Families: append([]string{}, n.Families...), Filters: append([]string{}, n.Filters...),
 		ReachableBy: addrText(n.ReachableBy)}

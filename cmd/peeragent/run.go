@@ -31,7 +31,8 @@ type source interface {
 }
 
 // serviceWatcher is src's Service and EndpointSlice watch, if it has one
-// (a manifest directory lists no services and needs none).
+// (a manifest directory has none: it sends its Services and EndpointSlices
+// again whenever the configurations change, watch/files_dir.go).
 func serviceWatcher(src source) agent.ServiceWatcher {
 	if w, ok := src.(agent.ServiceWatcher); ok {
 		return w

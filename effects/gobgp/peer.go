@@ -50,6 +50,7 @@ func peerFor(n *state.Neighbor) (*api.Peer, error) {
 		Timers: &api.Timers{Config: &api.TimersConfig{
 			ConnectRetry:           connectRetrySeconds,
 			IdleHoldTimeAfterReset: idleHoldSeconds,
+			KeepaliveInterval:      uint64(n.KeepaliveSeconds), // 0: GoBGP's, a third of the hold time
 		}},
 		GracefulRestart: gracefulRestart(n.GracefulRestartSeconds),
 		EbgpMultihop:    &api.EbgpMultihop{},
@@ -129,9 +130,13 @@ func unicastFamily(a netip.Addr) *api.Family {
 }
 
 // sameReflector reports whether the speaker's peer has the wanted
-// route-reflector settings. GoBGP reports the effective cluster ID (its
+// route-reflector settings and keepalive interval (the settings UpdatePeer
+// does not apply to a running session). GoBGP reports the effective cluster ID (its
 // router ID when none is set, a number as a dotted quad), so compare that.
 func sameReflector(cur, want *api.Peer) bool {
+	if keepaliveOf(cur) != keepaliveOf(want) {
+		return false
+	}
 	c, w := cur.GetRouteReflector(), want.GetRouteReflector()
 	if c.GetRouteReflectorClient() != w.GetRouteReflectorClient() {
 		return false
@@ -140,6 +145,20 @@ func sameReflector(cur, want *api.Peer) bool {
 		return true
 	}
 	return c.GetRouteReflectorClusterId() == clusterID(w.GetRouteReflectorClusterId())
+}
+
+// keepaliveOf is a peer's configured keepalive interval, GoBGP's default
+// (a third of the hold time, 30 s) for 0, as ListPeer reports it.
+func keepaliveOf(p *api.Peer) uint64 {
+	c := p.GetTimers().GetConfig()
+	if k := c.GetKeepaliveInterval(); k != 0 {
+		return k
+	}
+	hold := c.GetHoldTime()
+	if hold == 0 {
+		hold = 90 // GoBGP's DEFAULT_HOLDTIME
+	}
+	return hold / 3
 }
 
 // validClusterID checks a route-reflector cluster ID and gives it as

@@ -76,6 +76,8 @@ func TestPeerFor(t *testing.T) {
 			func(p *api.Peer) {
 				p.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: 4095, NotificationEnabled: true, LonglivedEnabled: true}
 			}},
+		{"keepalive-time", func(n *state.Neighbor) { n.KeepaliveSeconds = 10 },
+			func(p *api.Peer) { p.Timers.Config.KeepaliveInterval = 10 }},
 		{"graceful-restart-off", func(n *state.Neighbor) { n.GracefulRestartSeconds = 0 },
 			func(p *api.Peer) {
 				p.GracefulRestart = &api.GracefulRestart{}

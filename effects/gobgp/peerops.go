@@ -9,30 +9,37 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// The executor records the peers it configured: their route-reflector
-// settings, and what deleting one needs (its AS, whether it has a
-// password). The record is exact: the embedded speaker has no other
-// writer, and the record is cleared whenever the speaker starts or stops.
-// It spares an update, a delete and a policy refresh a ListPeer, which
-// costs as much as the update itself (every GoBGP call waits on an event
-// loop that is O(peers), and ListPeer compares every neighbor's address
-// with the one asked for: 2.3 ms at 10,000 neighbors).
+// The executor records the peers it configured: the settings GoBGP's
+// UpdatePeer does not apply to a running session (the route-reflector
+// settings and the keepalive interval, docs/gobgp-updates.md) as it gave
+// them, and what deleting one needs (its AS, whether it has a password).
+// The record is exact: the embedded speaker has no other writer, and the
+// record is cleared whenever the speaker starts or stops. It spares an
+// update, a delete and a policy refresh a ListPeer, which costs as much as
+// the update itself (every GoBGP call waits on an event loop that is
+// O(peers), and ListPeer compares every neighbor's address with the one
+// asked for: 2.3 ms at 10,000 neighbors).
 type reflector struct {
-	client   bool
-	cluster  string
-	asn      uint32 // the peer's AS, for dropPassword
-	password bool   // configured with a TCP-MD5 key
+	client    bool
+	cluster   string
+	keepalive uint64
+	asn       uint32 // the peer's AS, for dropPassword
+	password  bool   // configured with a TCP-MD5 key
 }
 
 func reflectorOf(p *api.Peer) reflector {
 	rr := p.GetRouteReflector()
 	return reflector{client: rr.GetRouteReflectorClient(), cluster: rr.GetRouteReflectorClusterId(),
-		asn: p.GetConf().GetPeerAsn(), password: p.GetConf().GetAuthPassword() != ""}
+		keepalive: p.GetTimers().GetConfig().GetKeepaliveInterval(),
+		asn:       p.GetConf().GetPeerAsn(), password: p.GetConf().GetAuthPassword() != ""}
 }
 
-// sameRR says whether two records have the same route-reflector settings,
-// as the executor gave them.
-func (r reflector) sameRR(o reflector) bool { return r.client == o.client && r.cluster == o.cluster }
+// sameRR says whether two records have the same settings UpdatePeer does
+// not apply to a running session (route reflection, keepalive), as the
+// executor gave them.
+func (r reflector) sameRR(o reflector) bool {
+	return r.client == o.client && r.cluster == o.cluster && r.keepalive == o.keepalive
+}
 
 // addPeer configures a neighbor; one that is already there is updated
 // instead, so that AddPeer is idempotent.
@@ -97,7 +104,9 @@ func (e *Executor) update(ctx context.Context, addr netip.Addr, p *api.Peer) err
 		return err
 	case !cur.sameRR(reflectorOf(p)):
 		// GoBGP's UpdatePeer silently ignores route-reflector settings
-		// (measured: no reset, and ListPeer keeps the old values), so the
+		// (measured: no reset, and ListPeer keeps the old values), and
+		// applies a keepalive interval to its config only, not to the
+		// running session (which keeps the one computed at OPEN), so the
 		// only way to apply them is to configure the peer anew.
 		if err := ignoreAbsent(e.bgp.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()})); err != nil {
 			return err
