@@ -38,7 +38,7 @@ type Loop struct {
 	vpp     effects.Executor
 	secrets SecretWatcher
 	svcs    ServiceWatcher
-	observe []func(state.Action) // e.g. the retry scheduler
+	observe []func(state.Action) // tests' hooks
 	publish []func(state.State)
 	alarm   *alarm // the executor of effects.Alarm
 
@@ -64,6 +64,10 @@ type LoopConfig struct {
 	Log      *slog.Logger
 	Metrics  *Metrics
 	Journal  int
+	// Observer are called on the loop's goroutine with each action it
+	// reduces. Only tests use them now (to count actions, or to hold the
+	// loop); run sets none: time and retries are the reducer's
+	// (docs/design.md "Time").
 	Observer []func(state.Action)
 	// Published are called on the loop's goroutine with each State it
 	// publishes (and the initial one, by NewLoop): for process settings

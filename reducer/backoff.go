@@ -14,8 +14,10 @@ const (
 	// RetryFirst is the nominal delay before the first retry.
 	RetryFirst = 100 * time.Millisecond
 	// RetryCap caps every delay, jitter included: a call that keeps
-	// failing is retried about once per RetryCap, for ever.
-	RetryCap = time.Minute
+	// failing is retried every 200 to 300 s, for ever (the kubelet's
+	// CrashLoopBackOff cap): a broken route or a taken port costs a few
+	// calls and log lines an hour, not one a minute.
+	RetryCap = 5 * time.Minute
 	// RetrySpread is the jitter's reach either side of the nominal delay.
 	RetrySpread = 0.2
 

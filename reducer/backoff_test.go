@@ -19,13 +19,15 @@ func TestBackoff(t *testing.T) {
 		{"second-doubles", 2, 0.5, 200 * ms},
 		{"third-doubles-again", 3, 0.5, 400 * ms},
 		{"ninth-is-25.6s", 9, 0.5, 25600 * ms},
-		{"tenth-stops-at-50s", 10, 0.5, 50 * time.Second},
-		{"later-stay-at-50s", 11, 0.5, 50 * time.Second},
-		{"huge-attempt-does-not-overflow", math.MaxInt, 0.5, 50 * time.Second},
+		{"tenth-is-51.2s", 10, 0.5, 51200 * ms},
+		{"twelfth-is-204.8s", 12, 0.5, 204800 * ms},
+		{"thirteenth-stops-at-250s", 13, 0.5, 250 * time.Second},
+		{"later-stay-at-250s", 14, 0.5, 250 * time.Second},
+		{"huge-attempt-does-not-overflow", math.MaxInt, 0.5, 250 * time.Second},
 		{"zero-attempt-counts-as-first", 0, 0.5, 100 * ms},
 		{"negative-attempt-counts-as-first", -3, 0.5, 100 * ms},
 		{"lowest-jitter-is-minus-20-percent", 1, 0, 80 * ms},
-		{"lowest-jitter-at-cap-is-40s", 20, 0, 40 * time.Second},
+		{"lowest-jitter-at-cap-is-200s", 20, 0, 200 * time.Second},
 		{"negative-jitter-is-clamped", 1, -1, 80 * ms},
 		{"nan-jitter-is-clamped", 1, math.NaN(), 80 * ms},
 	}
@@ -50,12 +52,12 @@ func TestBackoffGrowthAndCap(t *testing.T) {
 				t.Fatalf("Backoff(%d, %v) = %v, over RetryCap", attempt, j, d)
 			case d < prev:
 				t.Fatalf("Backoff(%d, %v) = %v, shorter than attempt %d's %v", attempt, j, d, attempt-1, prev)
-			case attempt <= 9 && absDiff(d, 2*prev) > time.Microsecond:
+			case attempt <= 12 && absDiff(d, 2*prev) > time.Microsecond:
 				t.Fatalf("Backoff(%d, %v) = %v, want double of %v", attempt, j, d, prev)
 			}
 			prev = d
 		}
-		if want := time.Duration(float64(50*time.Second) * (1 + RetrySpread*(2*j-1))); absDiff(prev, want) > time.Microsecond {
+		if want := time.Duration(float64(nominalCap) * (1 + RetrySpread*(2*j-1))); absDiff(prev, want) > time.Microsecond {
 			t.Errorf("capped Backoff(64, %v) = %v, want %v", j, prev, want)
 		}
 	}

@@ -59,6 +59,19 @@ func Reduce(s state.State, a state.Action) state.State {
 		t.upsertSlice(&a.Slice)
 	case state.EndpointSliceDeleted:
 		t.deleteSlice(a.Namespace + "/" + a.Name)
+	default:
+		if !t.fact(a) {
+			return reduceResult(s, a)
+		}
+	}
+	return t.finish()
+}
+
+// fact reduces what the speaker, the dataplane and the alarm report about
+// the routes and the time (docs/routes.md §9.1, §9.6, §9.7 rule 6;
+// docs/design.md "Time"); false for any other action.
+func (t *tx) fact(a state.Action) bool {
+	switch a := a.(type) {
 	case state.BestPathsChanged:
 		t.bestPaths(a)
 	case state.EndOfRIBReceived:
@@ -71,9 +84,9 @@ func Reduce(s state.State, a state.Action) state.State {
 	case state.RoutesRescanned:
 		t.routesRescanned(a)
 	default:
-		return reduceResult(s, a)
+		return false
 	}
-	return t.finish()
+	return true
 }
 
 // tx is one reduce step under construction: a shallow copy of the State
