@@ -86,6 +86,7 @@ func (t *tx) routesDone(all bool) {
 	}
 	t.s.Out.Routes = t.s.Out.Routes.Apply(t.routeEdits)
 	t.routes, t.routeEdits = nil, nil
+	t.refusedDone()
 	if !t.wasReady && t.s.RoutesReady() {
 		t.goLive()
 	}
@@ -102,19 +103,20 @@ func (t *tx) deriveRoute(k string, p netip.Prefix) {
 		c := *old
 		n = &c
 	}
-	n.Drop, n.Via, n.Origin, n.NotInstalled = false, nil, "", ""
-	var probs []state.Problem
+	n.Drop, n.Via, n.Origin, n.NotInstalled, n.Refused = false, nil, "", "", ""
 	if nb := t.reachableBy(p); nb != nil {
 		n.Via, n.Origin = []netip.Addr{nb.ReachableBy}, nb.Origin
 	} else if name := t.dropRoute(k, p); name != "" {
 		n.Drop, n.Origin = true, affinityObject(name)
 	} else if b, ok := t.s.Inputs.Learned.Get(k); ok {
-		n.Via, n.NotInstalled, probs = t.learnedRoute(k, b)
+		n.Via, n.NotInstalled, n.Refused = t.learnedRoute(k, b)
 		n.Origin = "learned"
 	}
-	if len(probs) > 0 || t.hasProblems("route/", k) {
-		t.setProblems(routeBucket(k), probs)
+	var was state.Refusal
+	if old != nil {
+		was = old.Refused
 	}
+	t.countRefused(was, n.Refused)
 	t.putRoute(k, old, n)
 }
 
@@ -166,7 +168,7 @@ func sameWant(a, b *state.TableRoute) bool {
 
 func tableRouteEqual(a, b *state.TableRoute) bool {
 	return a.Prefix == b.Prefix && a.Drop == b.Drop && slices.Equal(a.Via, b.Via) && a.Origin == b.Origin &&
-		a.NotInstalled == b.NotInstalled && state.SameRoute(a.Held, b.Held) && a.Gen == b.Gen &&
+		a.NotInstalled == b.NotInstalled && a.Refused == b.Refused && state.SameRoute(a.Held, b.Held) && a.Gen == b.Gen &&
 		a.Phase == b.Phase && a.Attempts == b.Attempts && a.LastError == b.LastError && a.Retry == b.Retry
 }
 
@@ -213,29 +215,34 @@ func flat(p *state.IPPool) bool {
 }
 
 // learnedRoute is the route of a learned prefix (docs/routes.md §9.2,
-// §9.4, §9.8): its next hops, or why it is not installed, and a problem
-// when no next hop can be used.
-func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, []state.Problem) {
+// §9.4, §9.8): its next hops, or why it is not installed, and the cause
+// when the peer's route is refused (§9.2 rule 8: counted, one problem per
+// cause).
+func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, state.Refusal) {
 	p := b.Prefix
 	l := t.local()
 	if l == nil || !l.Addr(p.Addr().Is6()).IsValid() {
-		return nil, fmt.Sprintf("node has no %s address", family(p)), nil
+		return nil, fmt.Sprintf("node has no %s address", family(p)), ""
 	}
 	if _, own := t.s.Out.Advertised.Get(k); own {
-		return nil, "own path", nil
+		return nil, "own path", ""
 	}
 	if insideServiceRange(t.s.Index.ServiceRanges, p) {
-		return nil, "inside a service range", nil // docs/routes.md §9.2 rule 5
+		return nil, "inside a service range", "" // docs/routes.md §9.2 rule 5
+	}
+	if cause, why := t.refusedPrefix(p, l); cause != "" {
+		return nil, why, cause
 	}
 	pool, _ := t.poolOf(p)
+	sub := nodeSubnet(l, p.Addr().Is6())
 	var via []netip.Addr
 	var bad []string
 	self, encap := 0, 0
 	for _, path := range b.Paths {
-		nh, ok := pathNextHop(path.NextHops, p)
+		nh, why := pathNextHop(path.NextHops, p, sub)
 		switch {
-		case !ok:
-			bad = append(bad, fmt.Sprint(path.NextHops))
+		case why != "":
+			bad = append(bad, why)
 		case nh == l.V4 || nh == l.V6:
 			self++
 		case pool != nil && needsEncap(pool, nh, l):
@@ -252,31 +259,49 @@ func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, [
 		if m := t.s.Options.MaxPaths; m > 0 && len(via) > m {
 			via = via[:m]
 		}
-		return via, "", nil
+		return via, "", ""
 	}
 	switch {
 	case encap > 0:
-		return nil, fmt.Sprintf("ippool/%s needs ipip/vxlan encapsulation", pool.Name), nil
+		return nil, fmt.Sprintf("ippool/%s needs ipip/vxlan encapsulation", pool.Name), ""
 	case len(bad) > 0:
-		why := fmt.Sprintf("no usable next hop in %s (unspecified, link-local only, of the other family or unparsable)", strings.Join(bad, " "))
-		return nil, why, []state.Problem{{Object: routeObject(p), Reason: why}}
+		return nil, "refused: no usable next hop: " + joinHops(bad), state.RefusedNextHop
 	case self > 0:
-		return nil, "next hop is this node", nil
+		return nil, "next hop is this node", ""
 	}
-	return nil, "no path", nil
+	return nil, "no path", ""
 }
 
-// pathNextHop is the next hop of one path (docs/routes.md §9.1 rule 2): the
-// first of its next hops that is a global address of p's family.
-func pathNextHop(hops []netip.Addr, p netip.Prefix) (netip.Addr, bool) {
+// pathNextHop is the next hop of one path (docs/routes.md §9.1 rule 2,
+// §9.2 rules 2 and 8): the first of its next hops that is a global
+// unicast address of p's family, neither special-purpose nor the network
+// or broadcast address of the node's subnet sub; else why none is.
+func pathNextHop(hops []netip.Addr, p netip.Prefix, sub netip.Prefix) (netip.Addr, string) {
+	var whys []string
 	for _, h := range hops {
 		h = h.Unmap()
-		if !h.IsValid() || h.IsUnspecified() || h.IsLinkLocalUnicast() || h.Zone() != "" || h.Is4() != p.Addr().Is4() {
-			continue
+		why := ""
+		switch {
+		case !h.IsValid():
+			why = "unparsable"
+		case h.Zone() != "" || h.IsLinkLocalUnicast():
+			why = "link-local"
+		case h.IsUnspecified():
+			why = "unspecified"
+		case h.Is4() != p.Addr().Is4():
+			why = "of the other family"
+		default:
+			why = badNextHop(h, sub)
 		}
-		return h, true
+		if why == "" {
+			return h, ""
+		}
+		whys = append(whys, fmt.Sprintf("%s (%s)", h, why))
 	}
-	return netip.Addr{}, false
+	if len(whys) == 0 {
+		return netip.Addr{}, "the path has none"
+	}
+	return netip.Addr{}, strings.Join(whys, ", ")
 }
 
 // needsEncap: the pool asks for encapsulation towards nh (docs/routes.md
@@ -312,8 +337,6 @@ func nodeSubnet(l *state.NodeEntry, v6 bool) netip.Prefix {
 	}
 	return p.Masked()
 }
-
-func routeBucket(prefixKey string) string { return "route/" + prefixKey }
 
 // hasProblems reports whether the problem bucket bucket+key holds any,
 // without making its name (a step over many routes has few problems).

@@ -84,8 +84,10 @@ type TableRoute struct {
 	// "learned" for a learned route (§9.2), the neighbor's origin
 	// ("bgppeer/NAME") for its reachableBy host route (§9.7 rule 3).
 	Origin string `json:"origin,omitempty"`
-	// NotInstalled says why a learned prefix is not installed.
+	// NotInstalled says why a learned prefix is not installed; Refused
+	// is the cause when that is the peer's doing (§9.2 rule 8).
 	NotInstalled string     `json:"notInstalled,omitempty"`
+	Refused      Refusal    `json:"refused,omitempty"`
 	Held         *Route     `json:"held,omitempty"`
 	Gen          uint64     `json:"gen,omitempty"`
 	Phase        RoutePhase `json:"phase,omitempty"`
@@ -151,6 +153,9 @@ type Routing struct {
 	// Repairs counts the routes a rescan found missing, different or
 	// unknown in the dataplane, and that were applied or removed again.
 	Repairs uint64 `json:"repairs,omitempty"`
+	// Refused counts the learned prefixes refused, per cause (§9.2 rule
+	// 8); each cause with a count is one problem.
+	Refused RefusedCounts `json:"refused,omitempty"`
 }
 
 // HasEOR reports whether End-of-RIB from addr for family was received.
