@@ -153,6 +153,11 @@ type Routing struct {
 	// Repairs counts the routes a rescan found missing, different or
 	// unknown in the dataplane, and that were applied or removed again.
 	Repairs uint64 `json:"repairs,omitempty"`
+	// Preserved lists the families ("ipv4-unicast", "ipv6-unicast") of
+	// which the dataplane held routes of this agent when it was listed at
+	// start: forwarding state this process kept from an earlier one, so
+	// the first speaker restarts gracefully for them (§9.6 rule 7).
+	Preserved []string `json:"preserved,omitempty"`
 	// Refused counts the learned prefixes refused, per cause (§9.2 rule
 	// 8); each cause with a count is one problem.
 	Refused RefusedCounts `json:"refused,omitempty"`

@@ -70,6 +70,9 @@ type Executor struct {
 	policies map[netip.Addr]installed
 	members  map[netip.Addr]bool      // members of customNeighbors (see policyops.go)
 	peers    map[netip.Addr]reflector // configured peers (see peerops.go)
+	// restarting: the families of a StartServer's Preserved while the
+	// Execute that started the server runs (see restart.go).
+	restarting []string
 }
 
 var _ effects.Executor = (*Executor)(nil)
@@ -128,6 +131,7 @@ func (e *Executor) Close() error {
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	defer func() { e.restarting = nil }()
 	var out []state.Action
 	for _, b := range batches(effs) {
 		switch {
@@ -296,6 +300,7 @@ func (e *Executor) runServer(ctx context.Context, eff effects.Effect) state.Acti
 	case effects.StartServer:
 		srv = x.Server
 		err = e.startServer(ctx, srv, x.Gen)
+		e.restarting = x.Preserved
 	case effects.RestartServer:
 		srv = x.New
 		if err = e.stopServer(ctx, false); err == nil {

@@ -40,6 +40,7 @@ func (e *Executor) addPeer(ctx context.Context, n *state.Neighbor) error {
 	if err := e.syncMember(ctx, n.Address, n.Policy); err != nil {
 		return err
 	}
+	markRestarting(p, e.restarting)
 	err = e.add(ctx, n.Address, p)
 	if kindOf(err) == errExists {
 		return e.update(ctx, n.Address, p)
