@@ -124,3 +124,42 @@ func (r *grRig) waitBlock(t *testing.T, b *bird.Bird, restarted bool) bird.Proto
 func grDoneCount(b *bird.Bird) int {
 	return strings.Count(b.Log(), "graceful restart detected")
 }
+
+// TestBirdGracefulRestartStateDiesWithSession: docs/routes.md §9.5 rule 3.
+// BIRD with graceful restart on (restart time 10 s) is stopped and started
+// again with it off; the new session has no capability. When that BIRD is
+// killed, the agent's route via it goes at once, as for a peer that never
+// offered graceful restart, not after the first session's restart time
+// (GoBGP v4.8.0 keeps that session's state: pkg/server/fsm.go L696-711).
+func TestBirdGracefulRestartStateDiesWithSession(t *testing.T) {
+	r := newGRRig(t)
+	b := r.startBird(t, "on")
+	r.waitInstalled(t, b, true)
+	b.Stop()
+	stopped := time.Now()
+	b = r.startBird(t, "off")
+	r.waitInstalled(t, b, false)
+	// Past the first session's restart time: nothing of it is pending.
+	time.Sleep(time.Until(stopped.Add(grRestart + time.Second)))
+	r.waitInstalled(t, b, false)
+	w := watchRoutes(t, r.nsA)
+	t0 := time.Now()
+	if err := b.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grRestart+5*time.Second)
+	defer cancel()
+	at, ok := w.waitFor(ctx, "RTM_DELROUTE", grPrefix)
+	if !ok {
+		t.Fatalf("the route to %s is still there %v after the session without graceful restart was lost: %q", grPrefix, grRestart+5*time.Second, w.stop())
+	}
+	took := at.Sub(t0)
+	t.Logf("graceful restart turned off, then the session lost: route removed %v after the SIGKILL", took.Round(time.Millisecond))
+	if took > 3*time.Second {
+		t.Errorf("route removed %v after the SIGKILL, want at once (BIRD's former restart time is %v)", took, grRestart)
+	}
+	if ev := w.stop(); len(ev) != 1 {
+		t.Errorf("route messages in node-a's namespace: %q, want only the RTM_DELROUTE of %s", ev, grPrefix)
+	}
+	r.checkTableRoute(t, false)
+}

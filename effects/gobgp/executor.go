@@ -3,6 +3,7 @@ package gobgp
 import (
 	"context"
 	"fmt"
+	api "github.com/osrg/gobgp/v4/api"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -73,6 +74,9 @@ type Executor struct {
 	// restarting: the families of a StartServer's Preserved while the
 	// Execute that started the server runs (see restart.go).
 	restarting []string
+	// applied is each configured peer's last config, for recreate.
+	applied map[netip.Addr]*api.Peer
+	gr      grBook // graceful-restart state GoBGP keeps (grstate.go)
 }
 
 var _ effects.Executor = (*Executor)(nil)
@@ -93,6 +97,7 @@ func New(opts Options) *Executor {
 		policies: map[netip.Addr]installed{},
 		members:  map[netip.Addr]bool{},
 		peers:    map[netip.Addr]reflector{},
+		applied:  map[netip.Addr]*api.Peer{},
 	}
 	if e.log == nil {
 		e.log = slog.Default()

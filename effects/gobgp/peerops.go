@@ -56,6 +56,8 @@ func (e *Executor) add(ctx context.Context, addr netip.Addr, p *api.Peer) error 
 	err := e.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: p})
 	if err == nil {
 		e.peers[addr] = reflectorOf(p)
+		e.applied[addr] = p
+		e.gr.reset(addr)
 	}
 	return err
 }
@@ -117,6 +119,7 @@ func (e *Executor) updateInPlace(ctx context.Context, addr netip.Addr, p *api.Pe
 		return e.add(ctx, addr, p)
 	case err == nil:
 		e.peers[addr] = reflectorOf(p)
+		e.applied[addr] = p
 	}
 	return err
 }
@@ -140,6 +143,7 @@ func (e *Executor) deletePeer(ctx context.Context, addr netip.Addr) error {
 		return err
 	}
 	delete(e.peers, addr)
+	delete(e.applied, addr)
 	e.secrets.remember(addr, "")
 	// Out of customNeighbors once gone (a policy kept for it puts it back
 	// when it is configured again).
