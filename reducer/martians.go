@@ -58,10 +58,13 @@ func specialOverlap(c netip.Prefix) string {
 // multicast address, or the subnet's network or broadcast address (on a
 // subnet that has them: IPv4 shorter than /31, IPv6 shorter than /127).
 func badNextHop(nh netip.Addr, sub netip.Prefix) string {
-	if why := specialInside(netip.PrefixFrom(nh, nh.BitLen())); why != "" {
-		return why
+	onSubnet := sub.IsValid() && sub.Contains(nh)
+	if !onSubnet { // N's own subnet may be special: a lab on 127.0.0.0/8
+		if why := specialInside(netip.PrefixFrom(nh, nh.BitLen())); why != "" {
+			return why
+		}
 	}
-	if !sub.IsValid() || sub.Bits() >= nh.BitLen()-1 || !sub.Contains(nh) {
+	if !onSubnet || sub.Bits() >= nh.BitLen()-1 {
 		return ""
 	}
 	if nh == sub.Addr() {
@@ -96,10 +99,11 @@ func coversTooClosely(p netip.Prefix, x netip.Addr, sub netip.Prefix) bool {
 // refusedPrefix is why the learned prefix p is refused whatever its next
 // hops (docs/routes.md §9.2 rule 8), with the detail /state shows.
 func (t *tx) refusedPrefix(p netip.Prefix, l *state.NodeEntry) (state.Refusal, string) {
-	if why := specialInside(p); why != "" {
+	sub := nodeSubnet(l, p.Addr().Is6())
+	inSubnet := sub.IsValid() && p.Bits() >= sub.Bits() && sub.Contains(p.Addr())
+	if why := specialInside(p); why != "" && !inSubnet {
 		return state.RefusedMartianPrefix, "refused: inside " + why
 	}
-	sub := nodeSubnet(l, p.Addr().Is6())
 	if a := l.Addr(p.Addr().Is6()); coversTooClosely(p, a, sub) {
 		return state.RefusedNodeAddress, fmt.Sprintf("refused: covers this node's address %s", a)
 	}
