@@ -97,9 +97,9 @@ func coversTooClosely(p netip.Prefix, x netip.Addr, sub netip.Prefix) bool {
 }
 
 // refusedPrefix is why the learned prefix p is refused whatever its next
-// hops (docs/routes.md §9.2 rule 8), with the detail /state shows.
-func (t *tx) refusedPrefix(p netip.Prefix, l *state.NodeEntry) (state.Refusal, string) {
-	sub := nodeSubnet(l, p.Addr().Is6())
+// hops (docs/routes.md §9.2 rule 8), with the detail /state shows; sub is
+// N's subnet of p's family.
+func (t *tx) refusedPrefix(p netip.Prefix, l *state.NodeEntry, sub netip.Prefix) (state.Refusal, string) {
 	inSubnet := sub.IsValid() && p.Bits() >= sub.Bits() && sub.Contains(p.Addr())
 	if why := specialInside(p); why != "" && !inSubnet {
 		return state.RefusedMartianPrefix, "refused: inside " + why

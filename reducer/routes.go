@@ -230,11 +230,11 @@ func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, s
 	if insideServiceRange(t.s.Index.ServiceRanges, p) {
 		return nil, "inside a service range", "" // docs/routes.md §9.2 rule 5
 	}
-	if cause, why := t.refusedPrefix(p, l); cause != "" {
+	sub := nodeSubnet(l, p.Addr().Is6())
+	if cause, why := t.refusedPrefix(p, l, sub); cause != "" {
 		return nil, why, cause
 	}
 	pool, _ := t.poolOf(p)
-	sub := nodeSubnet(l, p.Addr().Is6())
 	var via []netip.Addr
 	var bad []string
 	self, encap := 0, 0
