@@ -34,12 +34,26 @@ var specialRanges = []struct {
 // specialInside is the special range p lies inside (p itself or a more
 // specific prefix), or "". A default route is inside none.
 func specialInside(p netip.Prefix) string {
+	if !mayBeSpecial(p.Addr()) {
+		return "" // the usual case, without the table
+	}
 	for _, r := range specialRanges {
 		if p.Addr().Is4() == r.p.Addr().Is4() && p.Bits() >= r.p.Bits() && r.p.Contains(p.Addr()) {
 			return fmt.Sprintf("%s (%s)", r.p, r.what)
 		}
 	}
 	return ""
+}
+
+// mayBeSpecial: a's first byte is one of the special ranges' (0, 127,
+// 169 and 224-255 for IPv4; 0x00, 0xfe and 0xff for IPv6).
+func mayBeSpecial(a netip.Addr) bool {
+	if a.Is4() {
+		b := a.As4()[0]
+		return b == 0 || b == 127 || b == 169 || b >= 224
+	}
+	b := a.As16()[0]
+	return b == 0 || b >= 0xfe
 }
 
 // specialOverlap is the special range c overlaps (inside it, equal to it,
@@ -110,7 +124,7 @@ func (t *tx) refusedPrefix(p netip.Prefix, l *state.NodeEntry, sub netip.Prefix)
 	if x := t.neighborCovered(p, sub); x.IsValid() {
 		return state.RefusedNeighborAddress, fmt.Sprintf("refused: covers the neighbor %s", x)
 	}
-	return "", ""
+	return state.RefusedNone, ""
 }
 
 // neighborCovered is a configured neighbor's address that p covers too
@@ -165,10 +179,10 @@ func (t *tx) countRefused(old, cur state.Refusal) {
 	if t.refused == nil {
 		t.refused = map[state.Refusal]int{}
 	}
-	if old != "" {
+	if old != state.RefusedNone {
 		t.refused[old]--
 	}
-	if cur != "" {
+	if cur != state.RefusedNone {
 		t.refused[cur]++
 	}
 }
@@ -208,10 +222,10 @@ func refusedProblems(c state.Refusal, n int) []state.Problem {
 	if n == 1 {
 		routes = "route"
 	}
-	return []state.Problem{{Object: "learned/" + string(c), Reason: fmt.Sprintf("%d learned %s refused: %s", n, routes, c.Text())}}
+	return []state.Problem{{Object: "learned/" + c.String(), Reason: fmt.Sprintf("%d learned %s refused: %s", n, routes, c.Text())}}
 }
 
-func refusedBucket(c state.Refusal) string { return "refused/" + string(c) }
+func refusedBucket(c state.Refusal) string { return "refused/" + c.String() }
 
 // joinHops is next hops in one line.
 func joinHops(hops []string) string { return strings.Join(hops, " ") }

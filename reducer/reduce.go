@@ -113,6 +113,9 @@ type tx struct {
 	// refused is the step's change of the refusal counts (docs/routes.md
 	// §9.2 rule 8), applied by routesDone.
 	refused map[state.Refusal]int
+	// subnets caches this node's IPv4 and IPv6 subnets for the step's
+	// route derivations (routesDone); reset when it starts.
+	subnets [2]cachedSubnet
 }
 
 func (t *tx) markDirty(key string) { t.dirty[key] = struct{}{} }

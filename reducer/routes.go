@@ -77,6 +77,7 @@ func (t *tx) routesDone(all bool) {
 	// entry of the table: the new entries are one batch. Nothing the loop
 	// does changes whether the table is live.
 	t.routeEdits = make([]pmap.Edit[*state.TableRoute], 0, len(marked))
+	t.subnets = [2]cachedSubnet{} // the node may have changed in this step
 	t.ready = t.s.RoutesReady()
 	for _, m := range marked {
 		if m.k == "" {
@@ -103,7 +104,7 @@ func (t *tx) deriveRoute(k string, p netip.Prefix) {
 		c := *old
 		n = &c
 	}
-	n.Drop, n.Via, n.Origin, n.NotInstalled, n.Refused = false, nil, "", "", ""
+	n.Drop, n.Via, n.Origin, n.NotInstalled, n.Refused = false, nil, "", "", state.RefusedNone
 	if nb := t.reachableBy(p); nb != nil {
 		n.Via, n.Origin = []netip.Addr{nb.ReachableBy}, nb.Origin
 	} else if name := t.dropRoute(k, p); name != "" {
@@ -222,16 +223,16 @@ func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, s
 	p := b.Prefix
 	l := t.local()
 	if l == nil || !l.Addr(p.Addr().Is6()).IsValid() {
-		return nil, fmt.Sprintf("node has no %s address", family(p)), ""
+		return nil, fmt.Sprintf("node has no %s address", family(p)), state.RefusedNone
 	}
 	if _, own := t.s.Out.Advertised.Get(k); own {
-		return nil, "own path", ""
+		return nil, "own path", state.RefusedNone
 	}
 	if insideServiceRange(t.s.Index.ServiceRanges, p) {
-		return nil, "inside a service range", "" // docs/routes.md §9.2 rule 5
+		return nil, "inside a service range", state.RefusedNone // docs/routes.md §9.2 rule 5
 	}
-	sub := nodeSubnet(l, p.Addr().Is6())
-	if cause, why := t.refusedPrefix(p, l, sub); cause != "" {
+	sub := t.subnet(l, p.Addr().Is6())
+	if cause, why := t.refusedPrefix(p, l, sub); cause != state.RefusedNone {
 		return nil, why, cause
 	}
 	pool, _ := t.poolOf(p)
@@ -259,17 +260,17 @@ func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, s
 		if m := t.s.Options.MaxPaths; m > 0 && len(via) > m {
 			via = via[:m]
 		}
-		return via, "", ""
+		return via, "", state.RefusedNone
 	}
 	switch {
 	case encap > 0:
-		return nil, fmt.Sprintf("ippool/%s needs ipip/vxlan encapsulation", pool.Name), ""
+		return nil, fmt.Sprintf("ippool/%s needs ipip/vxlan encapsulation", pool.Name), state.RefusedNone
 	case len(bad) > 0:
 		return nil, "refused: no usable next hop: " + joinHops(bad), state.RefusedNextHop
 	case self > 0:
-		return nil, "next hop is this node", ""
+		return nil, "next hop is this node", state.RefusedNone
 	}
-	return nil, "no path", ""
+	return nil, "no path", state.RefusedNone
 }
 
 // pathNextHop is the next hop of one path (docs/routes.md §9.1 rule 2,
@@ -323,6 +324,24 @@ func needsEncap(pool *state.IPPool, nh netip.Addr, l *state.NodeEntry) bool {
 	}
 	return (pool.IPIPMode != "" && pool.IPIPMode != "Never" && pool.VXLANMode != "" && pool.VXLANMode != "Never") ||
 		(nh.Is6() && pool.IPIPMode != "" && pool.IPIPMode != "Never")
+}
+
+// subnet is nodeSubnet of this node l, parsed once per step.
+func (t *tx) subnet(l *state.NodeEntry, v6 bool) netip.Prefix {
+	i := 0
+	if v6 {
+		i = 1
+	}
+	if !t.subnets[i].ok {
+		t.subnets[i] = cachedSubnet{p: nodeSubnet(l, v6), ok: true}
+	}
+	return t.subnets[i].p
+}
+
+// cachedSubnet is a subnet subnet has parsed.
+type cachedSubnet struct {
+	p  netip.Prefix
+	ok bool
 }
 
 // nodeSubnet is the node's subnet of a family: its address annotation's prefix.

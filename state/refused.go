@@ -1,18 +1,53 @@
 package state
 
+import "fmt"
+
 // Refusal is why a learned route is refused (docs/routes.md §9.2 rule 8):
 // the cause of a "not installed" that is the peer's doing, counted per
 // cause (Routing.Refused) and reported as one problem per cause, never
 // one per route.
-type Refusal string
+//
+// It is one byte (a TableRoute keeps it beside Drop, in what was padding,
+// so the table costs nothing more per route) and reads and writes as its
+// name.
+type Refusal uint8
 
-// The refusal causes, one per rule of docs/routes.md §9.2 rule 8.
+// The refusal causes, one per rule of docs/routes.md §9.2 rule 8;
+// RefusedNone: not refused.
 const (
-	RefusedMartianPrefix   Refusal = "martian-prefix"
-	RefusedNodeAddress     Refusal = "node-address"
-	RefusedNeighborAddress Refusal = "neighbor-address"
-	RefusedNextHop         Refusal = "next-hop"
+	RefusedNone Refusal = iota
+	RefusedMartianPrefix
+	RefusedNodeAddress
+	RefusedNeighborAddress
+	RefusedNextHop
 )
+
+var refusalNames = [...]string{
+	RefusedNone: "", RefusedMartianPrefix: "martian-prefix", RefusedNodeAddress: "node-address",
+	RefusedNeighborAddress: "neighbor-address", RefusedNextHop: "next-hop",
+}
+
+// String is the cause's name ("martian-prefix"), "" for RefusedNone.
+func (r Refusal) String() string {
+	if int(r) < len(refusalNames) {
+		return refusalNames[r]
+	}
+	return fmt.Sprintf("refusal(%d)", uint8(r))
+}
+
+// MarshalText writes the name.
+func (r Refusal) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a name.
+func (r *Refusal) UnmarshalText(b []byte) error {
+	for i, n := range refusalNames {
+		if n == string(b) {
+			*r = Refusal(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown refusal %q", b)
+}
 
 // Refusals lists every cause, in the order of their rules.
 var Refusals = []Refusal{RefusedMartianPrefix, RefusedNodeAddress, RefusedNeighborAddress, RefusedNextHop}

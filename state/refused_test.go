@@ -15,7 +15,14 @@ func TestRefusalsHaveTexts(t *testing.T) {
 			t.Errorf("%s has no text", r)
 		}
 	}
-	if Refusal("other").Text() != "" {
-		t.Error("an unknown cause has a text")
+	if Refusal(200).Text() != "" || RefusedNone.Text() != "" {
+		t.Error("an unknown cause or none has a text")
+	}
+	for _, r := range Refusals {
+		b, _ := r.MarshalText()
+		var back Refusal
+		if err := back.UnmarshalText(b); err != nil || back != r || len(b) == 0 {
+			t.Errorf("%d: %q read back as %d (%v)", r, b, back, err)
+		}
 	}
 }

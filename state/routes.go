@@ -79,15 +79,16 @@ const (
 type TableRoute struct {
 	Prefix netip.Prefix `json:"prefix"`
 	Drop   bool         `json:"drop,omitempty"`
-	Via    []netip.Addr `json:"via,omitempty"`
+	// Refused is the cause when the peer's route is refused (§9.2 rule
+	// 8); NotInstalled then says why in words.
+	Refused Refusal      `json:"refused,omitempty"`
+	Via     []netip.Addr `json:"via,omitempty"`
 	// Origin: "blockaffinity/NAME" for an own-block drop route (§9.3),
 	// "learned" for a learned route (§9.2), the neighbor's origin
 	// ("bgppeer/NAME") for its reachableBy host route (§9.7 rule 3).
 	Origin string `json:"origin,omitempty"`
-	// NotInstalled says why a learned prefix is not installed; Refused
-	// is the cause when that is the peer's doing (§9.2 rule 8).
+	// NotInstalled says why a learned prefix is not installed.
 	NotInstalled string     `json:"notInstalled,omitempty"`
-	Refused      Refusal    `json:"refused,omitempty"`
 	Held         *Route     `json:"held,omitempty"`
 	Gen          uint64     `json:"gen,omitempty"`
 	Phase        RoutePhase `json:"phase,omitempty"`

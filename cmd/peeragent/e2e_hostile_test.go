@@ -237,7 +237,7 @@ func TestHostileEdgeRefused(t *testing.T) {
 	}
 	wantProblems := map[string]string{}
 	for _, c := range state.Refusals {
-		wantProblems["learned/"+string(c)] = fmt.Sprintf("%d learned routes refused: ", hostileRefused[c])
+		wantProblems["learned/"+c.String()] = fmt.Sprintf("%d learned routes refused: ", hostileRefused[c])
 	}
 	for _, name := range []string{"all4", "all6", "loopback", "multicast", "node-subnet"} {
 		wantProblems["blockaffinity/"+name] = "cidr "
