@@ -30,11 +30,11 @@ func calls(prev, next state.State) []Effect {
 	case baseSrv == next.Server && next.ServerRetry > prev.ServerRetry && next.Server != (state.Server{}):
 		// The server failed to start: start it again and configure
 		// everything on it (AddPeer of an existing peer is an update).
-		out = append(out, StartServer{Server: next.Server, Gen: next.Routing.SpeakerGen})
+		out = append(out, StartServer{Server: next.Server, Gen: next.Routing.SpeakerGen, Preserved: next.Routing.Preserved})
 		baseN, baseS = nil, nil
 	case baseSrv == next.Server:
 	case baseSrv == state.Server{}:
-		out = append(out, StartServer{Server: next.Server, Gen: next.Routing.SpeakerGen})
+		out = append(out, StartServer{Server: next.Server, Gen: next.Routing.SpeakerGen, Preserved: next.Routing.Preserved})
 	case next.Server == state.Server{}:
 		stop = append(stop, StopServer{Old: baseSrv})
 	default:

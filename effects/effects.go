@@ -28,6 +28,12 @@ type Effect interface {
 type StartServer struct {
 	Server state.Server
 	Gen    uint64
+	// Preserved are the families whose forwarding state the dataplane
+	// kept from an earlier run of the agent (state.Routing.Preserved):
+	// the neighbors configured with this start announce a graceful
+	// restart for them (docs/routes.md §9.6 rule 7). Left out of String,
+	// as Gen is.
+	Preserved []string
 }
 
 // RestartServer is StopBgp then StartBgp with the new global config. It

@@ -24,7 +24,7 @@ func (t *tx) upsertAffinity(a *state.BlockAffinity) {
 	if had && reflect.DeepEqual(old.Spec, a) {
 		return
 	}
-	e, probs := compileAffinity(a)
+	e, probs := compileAffinity(a, t.local())
 	in.Affinities = in.Affinities.Set(a.Name, e)
 	t.setProblems(affinityBucket(a.Name), probs)
 	t.affinityChanged(a.Name, old, e)
@@ -68,8 +68,25 @@ func (t *tx) affinityChanged(name string, old, cur *state.AffinityEntry) {
 	}
 }
 
-// compileAffinity reads one affinity (docs/routes.md §8.1 rule 1, §11.1).
-func compileAffinity(a *state.BlockAffinity) (*state.AffinityEntry, []state.Problem) {
+// recheckAffinities reads this node's affinities again when its addresses
+// change: whether a block covers one of them decides whether it is N's
+// (docs/routes.md §11.1).
+func (t *tx) recheckAffinities() {
+	l := t.local()
+	t.s.Inputs.Affinities.Range(func(name string, old *state.AffinityEntry) bool {
+		e, probs := compileAffinity(old.Spec, l)
+		t.setProblems(affinityBucket(name), probs)
+		if e.Own != old.Own {
+			t.s.Inputs.Affinities = t.s.Inputs.Affinities.Set(name, e)
+			t.affinityChanged(name, old, e)
+		}
+		return true
+	})
+}
+
+// compileAffinity reads one affinity (docs/routes.md §8.1 rule 1, §11.1);
+// l is this node, whose addresses no block may cover.
+func compileAffinity(a *state.BlockAffinity, l *state.NodeEntry) (*state.AffinityEntry, []state.Problem) {
 	e := &state.AffinityEntry{Spec: a}
 	var probs []state.Problem
 	bad := func(format string, args ...any) {
@@ -85,6 +102,11 @@ func compileAffinity(a *state.BlockAffinity) (*state.AffinityEntry, []state.Prob
 		bad("cidr %q does not parse", a.CIDR)
 	} else {
 		e.Block = p.Masked()
+		if why := specialOverlap(e.Block); why != "" {
+			bad("cidr %s overlaps %s: not advertised and not blackholed", e.Block, why)
+		} else if x := coveredAddr(e.Block, l); x.IsValid() {
+			bad("cidr %s covers this node's address %s: not advertised and not blackholed", e.Block, x)
+		}
 	}
 	deleted := false
 	if a.Deleted != "" {
@@ -120,6 +142,9 @@ func (t *tx) upsertPool(p *state.IPPool) {
 	e := &state.PoolEntry{Spec: p}
 	if c, err := netip.ParsePrefix(p.CIDR); err == nil {
 		e.CIDR = c.Masked()
+		if why := specialOverlap(e.CIDR); why != "" {
+			e.CIDR, e.Refused = netip.Prefix{}, fmt.Sprintf("cidr %s overlaps %s; the pool is ignored", c.Masked(), why)
+		}
 	}
 	in.Pools = in.Pools.Set(p.Name, e)
 	t.poolChanged(p.Name, old, e)
@@ -211,7 +236,11 @@ func poolProblems(e *state.PoolEntry, winner string) []state.Problem {
 	if len(p.Unsupported) > 0 {
 		bad("unsupported field %s: nothing in the pool is exported until it is fixed", strings.Join(p.Unsupported, ", "))
 	}
-	if !e.CIDR.IsValid() {
+	switch {
+	case e.Refused != "":
+		bad("%s", e.Refused) // docs/routes.md §11.2
+		return out
+	case !e.CIDR.IsValid():
 		bad("cidr %q does not parse; the pool is ignored", p.CIDR)
 		return out
 	}

@@ -79,6 +79,7 @@ func (t *tx) nodeChanged(name string, old, cur *state.NodeEntry) {
 			return
 		}
 		t.full = true
+		t.recheckAffinities() // docs/routes.md §11.1: no block covers N's address
 		return
 	}
 	t.refreshNode(name)

@@ -122,6 +122,12 @@ type tx struct {
 	services bool
 	// pools caches the winners of the pool index for poolOf.
 	pools poolCache
+	// refused is the step's change of the refusal counts (docs/routes.md
+	// §9.2 rule 8), applied by routesDone.
+	refused map[state.Refusal]int
+	// subnets caches this node's IPv4 and IPv6 subnets for the step's
+	// route derivations (routesDone); reset when it starts.
+	subnets [2]cachedSubnet
 }
 
 func (t *tx) markDirty(key string) { t.dirty[key] = struct{}{} }
@@ -159,7 +165,8 @@ func (t *tx) finish() state.State {
 // neighborRoutes marks the host routes of the neighbors that changed:
 // their reachableBy routes are entries of the route table, and win over a
 // learned route for the same prefix (docs/routes.md §9.2 rule 7, §9.7
-// rule 3).
+// rule 3); and, of a neighbor that comes or goes, the learned prefixes
+// that cover its address too closely (§9.2 rule 8).
 func (t *tx) neighborRoutes(before *pmap.Map[*state.Neighbor], keys []string) {
 	for _, k := range keys {
 		o, _ := before.Get(k)
@@ -171,9 +178,11 @@ func (t *tx) neighborRoutes(before *pmap.Map[*state.Neighbor], keys []string) {
 			if x == nil {
 				continue
 			}
-			h := hostPrefix(x.Address)
-			if _, ok := t.s.Inputs.Learned.Get(state.PrefixKey(h)); ok || x.ReachableBy.IsValid() {
-				t.markRoute(h)
+			if x.ReachableBy.IsValid() {
+				t.markRoute(hostPrefix(x.Address))
+			}
+			if o == nil || n == nil || o.Address != n.Address {
+				t.markNeighborCovers(x.Address) // §9.2 rule 8
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package reducer
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -113,6 +114,7 @@ func (t *tx) routesListed(a state.RoutesListed) {
 	r.Listed, r.ListError = true, a.Error
 	for _, x := range a.Routes {
 		h := state.NormalRoute(x)
+		r.Preserved = withFamily(r.Preserved, h.Prefix)
 		k := state.PrefixKey(h.Prefix)
 		old, _ := t.s.Out.Routes.Get(k)
 		n := &state.TableRoute{Prefix: h.Prefix}
@@ -323,4 +325,18 @@ func (t *tx) routeRetry(k string) {
 	c.Retry++
 	c.Phase, c.RetryAt = state.RoutePhasePending, time.Time{}
 	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
+}
+
+// withFamily adds p's unicast family to the sorted list fams.
+func withFamily(fams []string, p netip.Prefix) []string {
+	f := "ipv4-unicast"
+	if p.Addr().Is6() {
+		f = "ipv6-unicast"
+	}
+	if slices.Contains(fams, f) {
+		return fams
+	}
+	out := append(slices.Clone(fams), f)
+	slices.Sort(out)
+	return out
 }

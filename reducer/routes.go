@@ -78,6 +78,7 @@ func (t *tx) routesDone(all bool) {
 	// entry of the table: the new entries are one batch. Nothing the loop
 	// does changes whether the table is live.
 	t.routeEdits = make([]pmap.Edit[*state.TableRoute], 0, len(marked))
+	t.subnets = [2]cachedSubnet{} // the node may have changed in this step
 	t.ready = t.s.RoutesReady()
 	for _, m := range marked {
 		if m.k == "" {
@@ -87,6 +88,7 @@ func (t *tx) routesDone(all bool) {
 	}
 	t.s.Out.Routes = t.s.Out.Routes.Apply(t.routeEdits)
 	t.routes, t.routeEdits = nil, nil
+	t.refusedDone()
 	if !t.wasReady && t.s.RoutesReady() {
 		t.goLive()
 	}
@@ -103,19 +105,20 @@ func (t *tx) deriveRoute(k string, p netip.Prefix) {
 		c := *old
 		n = &c
 	}
-	n.Drop, n.Via, n.Origin, n.NotInstalled = false, nil, "", ""
-	var probs []state.Problem
+	n.Drop, n.Via, n.Origin, n.NotInstalled, n.Refused = false, nil, "", "", state.RefusedNone
 	if nb := t.reachableBy(p); nb != nil {
 		n.Via, n.Origin = []netip.Addr{nb.ReachableBy}, nb.Origin
 	} else if name := t.dropRoute(k, p); name != "" {
 		n.Drop, n.Origin = true, affinityObject(name)
 	} else if b, ok := t.s.Inputs.Learned.Get(k); ok {
-		n.Via, n.NotInstalled, probs = t.learnedRoute(k, b)
+		n.Via, n.NotInstalled, n.Refused = t.learnedRoute(k, b)
 		n.Origin = "learned"
 	}
-	if len(probs) > 0 || t.hasProblems("route/", k) {
-		t.setProblems(routeBucket(k), probs)
+	var was state.Refusal
+	if old != nil {
+		was = old.Refused
 	}
+	t.countRefused(was, n.Refused)
 	t.putRoute(k, old, n)
 }
 
@@ -167,7 +170,7 @@ func sameWant(a, b *state.TableRoute) bool {
 
 func tableRouteEqual(a, b *state.TableRoute) bool {
 	return a.Prefix == b.Prefix && a.Drop == b.Drop && slices.Equal(a.Via, b.Via) && a.Origin == b.Origin &&
-		a.NotInstalled == b.NotInstalled && state.SameRoute(a.Held, b.Held) && a.Gen == b.Gen &&
+		a.NotInstalled == b.NotInstalled && a.Refused == b.Refused && state.SameRoute(a.Held, b.Held) && a.Gen == b.Gen &&
 		a.Phase == b.Phase && a.Attempts == b.Attempts && a.LastError == b.LastError && a.Retry == b.Retry
 }
 
@@ -214,29 +217,34 @@ func flat(p *state.IPPool) bool {
 }
 
 // learnedRoute is the route of a learned prefix (docs/routes.md §9.2,
-// §9.4, §9.8): its next hops, or why it is not installed, and a problem
-// when no next hop can be used.
-func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, []state.Problem) {
+// §9.4, §9.8): its next hops, or why it is not installed, and the cause
+// when the peer's route is refused (§9.2 rule 8: counted, one problem per
+// cause).
+func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, state.Refusal) {
 	p := b.Prefix
 	l := t.local()
 	if l == nil || !l.Addr(p.Addr().Is6()).IsValid() {
-		return nil, fmt.Sprintf("node has no %s address", family(p)), nil
+		return nil, fmt.Sprintf("node has no %s address", family(p)), state.RefusedNone
 	}
 	if _, own := t.s.Out.Advertised.Get(k); own {
-		return nil, "own path", nil
+		return nil, "own path", state.RefusedNone
 	}
 	if insideServiceRange(t.s.Index.ServiceRanges, p) {
-		return nil, "inside a service range", nil // docs/routes.md §9.2 rule 5
+		return nil, "inside a service range", state.RefusedNone // docs/routes.md §9.2 rule 5
+	}
+	sub := t.subnet(l, p.Addr().Is6())
+	if cause, why := t.refusedPrefix(p, l, sub); cause != state.RefusedNone {
+		return nil, why, cause
 	}
 	pool, _ := t.poolOf(p)
 	var via []netip.Addr
 	var bad []string
 	self, encap := 0, 0
 	for _, path := range b.Paths {
-		nh, ok := pathNextHop(path.NextHops, p)
+		nh, why := pathNextHop(path.NextHops, p, sub)
 		switch {
-		case !ok:
-			bad = append(bad, fmt.Sprint(path.NextHops))
+		case why != "":
+			bad = append(bad, why)
 		case nh == l.V4 || nh == l.V6:
 			self++
 		case pool != nil && needsEncap(pool, nh, l):
@@ -253,31 +261,49 @@ func (t *tx) learnedRoute(k string, b *state.BestPaths) ([]netip.Addr, string, [
 		if m := t.s.Options.MaxPaths; m > 0 && len(via) > m {
 			via = via[:m]
 		}
-		return via, "", nil
+		return via, "", state.RefusedNone
 	}
 	switch {
 	case encap > 0:
-		return nil, fmt.Sprintf("ippool/%s needs ipip/vxlan encapsulation", pool.Name), nil
+		return nil, fmt.Sprintf("ippool/%s needs ipip/vxlan encapsulation", pool.Name), state.RefusedNone
 	case len(bad) > 0:
-		why := fmt.Sprintf("no usable next hop in %s (unspecified, link-local only, of the other family or unparsable)", strings.Join(bad, " "))
-		return nil, why, []state.Problem{{Object: routeObject(p), Reason: why}}
+		return nil, "refused: no usable next hop: " + joinHops(bad), state.RefusedNextHop
 	case self > 0:
-		return nil, "next hop is this node", nil
+		return nil, "next hop is this node", state.RefusedNone
 	}
-	return nil, "no path", nil
+	return nil, "no path", state.RefusedNone
 }
 
-// pathNextHop is the next hop of one path (docs/routes.md §9.1 rule 2): the
-// first of its next hops that is a global address of p's family.
-func pathNextHop(hops []netip.Addr, p netip.Prefix) (netip.Addr, bool) {
+// pathNextHop is the next hop of one path (docs/routes.md §9.1 rule 2,
+// §9.2 rules 2 and 8): the first of its next hops that is a global
+// unicast address of p's family, neither special-purpose nor the network
+// or broadcast address of the node's subnet sub; else why none is.
+func pathNextHop(hops []netip.Addr, p netip.Prefix, sub netip.Prefix) (netip.Addr, string) {
+	var whys []string
 	for _, h := range hops {
 		h = h.Unmap()
-		if !h.IsValid() || h.IsUnspecified() || h.IsLinkLocalUnicast() || h.Zone() != "" || h.Is4() != p.Addr().Is4() {
-			continue
+		why := ""
+		switch {
+		case !h.IsValid():
+			why = "unparsable"
+		case h.Zone() != "" || h.IsLinkLocalUnicast():
+			why = "link-local"
+		case h.IsUnspecified():
+			why = "unspecified"
+		case h.Is4() != p.Addr().Is4():
+			why = "of the other family"
+		default:
+			why = badNextHop(h, sub)
 		}
-		return h, true
+		if why == "" {
+			return h, ""
+		}
+		whys = append(whys, fmt.Sprintf("%s (%s)", h, why))
 	}
-	return netip.Addr{}, false
+	if len(whys) == 0 {
+		return netip.Addr{}, "the path has none"
+	}
+	return netip.Addr{}, strings.Join(whys, ", ")
 }
 
 // needsEncap: the pool asks for encapsulation towards nh (docs/routes.md
@@ -301,6 +327,24 @@ func needsEncap(pool *state.IPPool, nh netip.Addr, l *state.NodeEntry) bool {
 		(nh.Is6() && pool.IPIPMode != "" && pool.IPIPMode != "Never")
 }
 
+// subnet is nodeSubnet of this node l, parsed once per step.
+func (t *tx) subnet(l *state.NodeEntry, v6 bool) netip.Prefix {
+	i := 0
+	if v6 {
+		i = 1
+	}
+	if !t.subnets[i].ok {
+		t.subnets[i] = cachedSubnet{p: nodeSubnet(l, v6), ok: true}
+	}
+	return t.subnets[i].p
+}
+
+// cachedSubnet is a subnet subnet has parsed.
+type cachedSubnet struct {
+	p  netip.Prefix
+	ok bool
+}
+
 // nodeSubnet is the node's subnet of a family: its address annotation's prefix.
 func nodeSubnet(l *state.NodeEntry, v6 bool) netip.Prefix {
 	text := l.Spec.IPv4Address
@@ -313,8 +357,6 @@ func nodeSubnet(l *state.NodeEntry, v6 bool) netip.Prefix {
 	}
 	return p.Masked()
 }
-
-func routeBucket(prefixKey string) string { return "route/" + prefixKey }
 
 // hasProblems reports whether the problem bucket bucket+key holds any,
 // without making its name (a step over many routes has few problems).

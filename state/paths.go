@@ -15,11 +15,13 @@ type AffinityEntry struct {
 	Own   bool
 }
 
-// PoolEntry is an IPPool with its parsed CIDR (zero when it does not parse:
-// the pool is then ignored, docs/routes.md §11.2).
+// PoolEntry is an IPPool with its parsed CIDR (zero when it does not parse
+// or is refused: the pool is then ignored, docs/routes.md §11.2); Refused
+// says why a CIDR that parses is refused.
 type PoolEntry struct {
-	Spec *IPPool
-	CIDR netip.Prefix
+	Spec    *IPPool
+	CIDR    netip.Prefix
+	Refused string
 }
 
 // PodEntry is a Pod of this node with the addresses it may lend out

@@ -82,7 +82,10 @@ const (
 type TableRoute struct {
 	Prefix netip.Prefix `json:"prefix"`
 	Drop   bool         `json:"drop,omitempty"`
-	Via    []netip.Addr `json:"via,omitempty"`
+	// Refused is the cause when the peer's route is refused (§9.2 rule
+	// 8); NotInstalled then says why in words.
+	Refused Refusal      `json:"refused,omitempty"`
+	Via     []netip.Addr `json:"via,omitempty"`
 	// Origin: "blockaffinity/NAME" for an own-block drop route (§9.3),
 	// "learned" for a learned route (§9.2), the neighbor's origin
 	// ("bgppeer/NAME") for its reachableBy host route (§9.7 rule 3).
@@ -164,6 +167,14 @@ type Routing struct {
 	// Repairs counts the routes a rescan found missing, different or
 	// unknown in the dataplane, and that were applied or removed again.
 	Repairs uint64 `json:"repairs,omitempty"`
+	// Preserved lists the families ("ipv4-unicast", "ipv6-unicast") of
+	// which the dataplane held routes of this agent when it was listed at
+	// start: forwarding state this process kept from an earlier one, so
+	// the first speaker restarts gracefully for them (§9.6 rule 7).
+	Preserved []string `json:"preserved,omitempty"`
+	// Refused counts the learned prefixes refused, per cause (§9.2 rule
+	// 8); each cause with a count is one problem.
+	Refused RefusedCounts `json:"refused,omitempty"`
 }
 
 // HasEOR reports whether End-of-RIB from addr for family was received.

@@ -67,7 +67,13 @@
 //   - WatchSessions turns GoBGP's peer events into state.SessionStateChanged
 //     with the lower-case state name, the down reason (the executor's own
 //     for a reset it caused, else the one v4's event carries), and the
-//     time; it follows the speaker across restarts.
+//     time; it follows the speaker across restarts. A session that ran on
+//     graceful-restart state GoBGP kept from an earlier one is followed,
+//     when it ends, by the neighbor configured anew (grstate.go,
+//     docs/routes.md §9.5 rule 3).
+//   - The neighbors configured with a StartServer whose Preserved lists
+//     every graceful-restart family they carry are added restarting
+//     (restart.go, docs/routes.md §9.6 rule 7).
 //   - GoBGP's logs go through slog (Options.Logger, from
 //     Options.GoBGPLevel up, SetGoBGPLevel to change it), scrubbed of
 //     passwords by scrubHandler.

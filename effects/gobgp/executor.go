@@ -3,6 +3,7 @@ package gobgp
 import (
 	"context"
 	"fmt"
+	api "github.com/osrg/gobgp/v4/api"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -70,6 +71,12 @@ type Executor struct {
 	policies map[netip.Addr]installed
 	members  map[netip.Addr]bool      // members of customNeighbors (see policyops.go)
 	peers    map[netip.Addr]reflector // configured peers (see peerops.go)
+	// restarting: the families of a StartServer's Preserved while the
+	// Execute that started the server runs (see restart.go).
+	restarting []string
+	// applied is each configured peer's last config, for recreate.
+	applied map[netip.Addr]*api.Peer
+	gr      grBook // graceful-restart state GoBGP keeps (grstate.go)
 }
 
 var _ effects.Executor = (*Executor)(nil)
@@ -90,6 +97,7 @@ func New(opts Options) *Executor {
 		policies: map[netip.Addr]installed{},
 		members:  map[netip.Addr]bool{},
 		peers:    map[netip.Addr]reflector{},
+		applied:  map[netip.Addr]*api.Peer{},
 	}
 	if e.log == nil {
 		e.log = slog.Default()
@@ -128,6 +136,7 @@ func (e *Executor) Close() error {
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	defer func() { e.restarting = nil }()
 	// At most one result per effect; one Execute's own paths share their
 	// attributes (the cache is made at the first path).
 	out := make([]state.Action, 0, len(effs))
@@ -307,6 +316,7 @@ func (e *Executor) runServer(ctx context.Context, eff effects.Effect) state.Acti
 	case effects.StartServer:
 		srv = x.Server
 		err = e.startServer(ctx, srv, x.Gen)
+		e.restarting = x.Preserved
 	case effects.RestartServer:
 		srv = x.New
 		if err = e.stopServer(ctx, false); err == nil {

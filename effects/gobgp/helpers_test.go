@@ -267,12 +267,6 @@ func pollUntil(timeout time.Duration, cond func() bool) bool {
 	return cond()
 }
 
-// currentPeer is the speaker's view of one neighbor, for tests: the
-// executor itself keeps a record instead (peerops.go).
-func (e *Executor) currentPeer(ctx context.Context, addr netip.Addr) (*api.Peer, bool, error) {
-	return currentPeer(ctx, e.bgp, addr)
-}
-
 // currentPeer is bgp's view of one neighbor; a stopped speaker (nil) has
 // none.
 func currentPeer(ctx context.Context, bgp *server.BgpServer, addr netip.Addr) (*api.Peer, bool, error) {

@@ -55,6 +55,7 @@ func (e *Executor) addPeer(ctx context.Context, n *state.Neighbor) error {
 	if err := e.syncMember(ctx, n.Address, n.Policy); err != nil {
 		return err
 	}
+	markRestarting(p, e.restarting)
 	err = e.add(ctx, n.Address, p)
 	if kindOf(err) == errExists {
 		return e.update(ctx, n.Address, p)
@@ -70,6 +71,8 @@ func (e *Executor) add(ctx context.Context, addr netip.Addr, p *api.Peer) error 
 	err := e.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: p})
 	if err == nil {
 		e.peers[addr] = reflectorOf(p)
+		e.applied[addr] = p
+		e.gr.reset(addr)
 	}
 	return err
 }
@@ -133,6 +136,7 @@ func (e *Executor) updateInPlace(ctx context.Context, addr netip.Addr, p *api.Pe
 		return e.add(ctx, addr, p)
 	case err == nil:
 		e.peers[addr] = reflectorOf(p)
+		e.applied[addr] = p
 	}
 	return err
 }
@@ -155,6 +159,7 @@ func (e *Executor) deletePeer(ctx context.Context, addr netip.Addr) error {
 		return err
 	}
 	delete(e.peers, addr)
+	delete(e.applied, addr)
 	e.secrets.remember(addr, "")
 	// Out of customNeighbors once gone (a policy kept for it puts it back
 	// when it is configured again).

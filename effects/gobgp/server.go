@@ -71,6 +71,7 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64
 	e.policies = map[netip.Addr]installed{}
 	e.members = map[netip.Addr]bool{}
 	e.peers = map[netip.Addr]reflector{}
+	e.applied = map[netip.Addr]*api.Peer{}
 	e.sessions.attach(bgp)
 	e.learned.attach(bgp, gen)
 	return nil
@@ -95,6 +96,7 @@ func (e *Executor) stopServer(ctx context.Context, graceful bool) error {
 	e.policies = map[netip.Addr]installed{}
 	e.members = map[netip.Addr]bool{}
 	e.peers = map[netip.Addr]reflector{}
+	e.applied = map[netip.Addr]*api.Peer{}
 	return err
 }
 

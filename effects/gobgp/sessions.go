@@ -175,7 +175,11 @@ func (e *Executor) sessionAction(ev *apiutil.WatchEventMessage_PeerEvent, last m
 	switch {
 	case name == "established":
 		e.reasons.forget(addr)
+		e.gr.established(addr, ev.Peer.State.RemoteCap)
 	case last[addr] == "established":
+		if e.gr.ended(addr) {
+			go e.recreate(addr) // docs/routes.md §9.5 rule 3
+		}
 		a.Reason = e.reasons.take(addr)
 		if a.Reason == "" {
 			a.Reason = ev.Peer.State.DisconnectMessage

@@ -1,0 +1,132 @@
+package gobgp
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+)
+
+// Graceful-restart state dies with its session (docs/routes.md §9.5 rule
+// 3). GoBGP v4.8.0 sets a neighbor's graceful-restart state when a
+// session's OPEN carries the capability and never clears it
+// (pkg/server/fsm.go L696-711: PeerRestartTime and each listed family's
+// MpGracefulRestart.State.Enabled/Received are written only when the
+// capability is there; the long-lived ones likewise, L711-735), so after a
+// later session without it (or listing fewer families) drops, GoBGP still
+// keeps the peer's routes for the old restart time. grBook notices such a
+// session, and when it ends the executor configures the neighbor anew,
+// which drops that state: the routes go at once, as for a peer that never
+// offered graceful restart. Nothing changes while the session is up.
+type grBook struct {
+	mu    sync.Mutex
+	seen  map[netip.Addr][]string // families any session of the configured peer listed
+	stale map[netip.Addr]bool     // the current session listed fewer
+}
+
+// reset: the neighbor at addr was configured anew; GoBGP holds no state.
+func (b *grBook) reset(addr netip.Addr) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.seen, addr)
+	delete(b.stale, addr)
+}
+
+// established records the graceful-restart families of a new session's
+// OPEN (caps: what the peer sent).
+func (b *grBook) established(addr netip.Addr, caps []bgp.ParameterCapabilityInterface) {
+	cur := grFamilies(caps)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen == nil {
+		b.seen, b.stale = map[netip.Addr][]string{}, map[netip.Addr]bool{}
+	}
+	seen := b.seen[addr]
+	b.stale[addr] = false
+	for _, f := range seen {
+		if !slices.Contains(cur, f) {
+			b.stale[addr] = true
+		}
+	}
+	for _, f := range cur {
+		if !slices.Contains(seen, f) {
+			seen = append(seen, f)
+		}
+	}
+	b.seen[addr] = seen
+}
+
+// ended reports, once, whether the session at addr that has just ended
+// ran with graceful-restart state of an earlier session.
+func (b *grBook) ended(addr netip.Addr) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	stale := b.stale[addr]
+	delete(b.stale, addr)
+	return stale
+}
+
+// grFamilies are the families a peer's OPEN lists in its graceful-restart
+// and long-lived graceful-restart capabilities, prefixed "gr " and "llgr ".
+func grFamilies(caps []bgp.ParameterCapabilityInterface) []string {
+	var out []string
+	for _, c := range caps {
+		switch x := c.(type) {
+		case *bgp.CapGracefulRestart:
+			for _, t := range x.Tuples {
+				out = append(out, "gr "+bgp.NewFamily(t.AFI, t.SAFI).String())
+			}
+		case *bgp.CapLongLivedGracefulRestart:
+			for _, t := range x.Tuples {
+				out = append(out, "llgr "+bgp.NewFamily(t.AFI, t.SAFI).String())
+			}
+		}
+	}
+	return out
+}
+
+// recreateTimeout bounds the calls that configure a neighbor anew.
+const recreateTimeout = 10 * time.Second
+
+// recreate configures the neighbor at addr anew with the config last
+// applied (grBook): DeletePeer, then AddPeer. It runs on its own
+// goroutine, after the session watch's callback has returned.
+func (e *Executor) recreate(addr netip.Addr) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.applied[addr]
+	if !ok || e.bgp == nil {
+		return
+	}
+	if cur, ok, err := e.currentPeer(context.Background(), addr); err != nil || !ok ||
+		cur.GetState().GetSessionState() == api.PeerState_SESSION_STATE_ESTABLISHED {
+		return // gone, or a new session is up already
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), recreateTimeout)
+	defer cancel()
+	e.log.Info("neighbor configured anew: GoBGP kept graceful-restart state of an earlier session", "neighbor", addr)
+	if err := ignoreAbsent(e.bgp.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()})); err != nil {
+		e.log.Error("configure neighbor anew: delete", "neighbor", addr, "error", e.secrets.scrub(err.Error()))
+		return
+	}
+	delete(e.peers, addr)
+	if err := e.add(ctx, addr, p); err != nil {
+		e.log.Error("configure neighbor anew: add", "neighbor", addr, "error", e.secrets.scrub(err.Error()))
+	}
+}
+
+// currentPeer is the speaker's view of one neighbor. ListPeer compares every
+// neighbor's address (O(neighbors)): only recreate, a rare path, asks it;
+// the hot paths read the executor's record instead (docs/performance.md).
+func (e *Executor) currentPeer(ctx context.Context, addr netip.Addr) (*api.Peer, bool, error) {
+	if e.bgp == nil {
+		return nil, false, nil
+	}
+	var found *api.Peer
+	err := e.bgp.ListPeer(ctx, &api.ListPeerRequest{Address: addr.String()}, func(p *api.Peer) { found = p })
+	return found, found != nil, err
+}
