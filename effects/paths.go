@@ -93,14 +93,14 @@ func diffPaths(prevPaths, nextPaths *pmap.Map[*state.Path], prevSets, nextSets *
 		func(_ string, o state.SetMember, had bool, n state.SetMember, has bool) {
 			if had && (!has || o != n) {
 				pe.setDel = append(pe.setDel, SetDel{Member: o})
+				if serviceSet(o.Set) && prevSets != nil {
+					pe.widen(o.Prefix) // narrowed: a soft reset out withdraws (docs/routes.md §8.3 rule 13)
+				}
 			}
 			if has && (!had || o != n) {
 				pe.setAdd = append(pe.setAdd, SetAdd{Member: n})
-				if strings.HasPrefix(n.Set, state.SetPools) && prevSets != nil {
-					if pe.widened == nil {
-						pe.widened = map[string]bool{}
-					}
-					pe.widened[state.PrefixFamily(n.Prefix)] = true
+				if (strings.HasPrefix(n.Set, state.SetPools) || serviceSet(n.Set)) && prevSets != nil {
+					pe.widen(n.Prefix)
 				}
 			}
 		})
@@ -114,6 +114,20 @@ func diffPaths(prevPaths, nextPaths *pmap.Map[*state.Path], prevSets, nextSets *
 			}
 		})
 	return pe
+}
+
+// serviceSet: a set of the service statements (docs/routes.md §8.3 rules
+// 7-8), whose change in either direction changes what learned routes go out.
+func serviceSet(name string) bool {
+	return strings.HasPrefix(name, state.SetSvc) || strings.HasPrefix(name, state.SetRRSvc)
+}
+
+// widen marks p's family for a soft reset out of its neighbors.
+func (pe *pathEffects) widen(p netip.Prefix) {
+	if pe.widened == nil {
+		pe.widened = map[string]bool{}
+	}
+	pe.widened[state.PrefixFamily(p)] = true
 }
 
 // resetOuts: one soft reset out per active neighbor of a widened family.

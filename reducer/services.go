@@ -144,6 +144,46 @@ func (t *tx) refreshServices() {
 	}
 	t.s.Inputs.Services.Range(func(k string, _ *state.ServiceEntry) bool { t.rederiveService(k); return true })
 	t.setServiceWatch(r.Any())
+	t.refreshServiceSets(r)
+}
+
+// refreshServiceSets keeps the shared prefix sets of the export policy's
+// service statements (docs/routes.md §8.3 rules 7-8): -svc- holds the
+// ranges this node advertises, -rrsvc- (only on a node with a
+// route-reflector cluster ID) every serviceLoadBalancerIPs and
+// serviceExternalIPs CIDR, single addresses included.
+func (t *tx) refreshServiceSets(r state.ServiceRanges) {
+	want := map[string]state.SetMember{}
+	add := func(base string, p netip.Prefix) {
+		m := state.SetMember{Set: state.SetName(base, p), Prefix: p, Min: uint8(p.Bits()), Max: uint8(p.Addr().BitLen())}
+		want[state.SetKey(m.Set, p)] = m
+	}
+	for p := range rangePaths(r, r.Excluded) {
+		add(state.SetSvc, p)
+	}
+	if l := t.local(); l != nil && l.ClusterID != "" {
+		for _, p := range slices.Concat(r.LoadBalancerIPs, r.ExternalIPs) {
+			add(state.SetRRSvc, p)
+		}
+	}
+	for _, base := range []string{state.SetSvc, state.SetRRSvc} {
+		var gone []state.SetMember
+		t.s.Out.Sets.RangeFrom(base, func(k string, m state.SetMember) bool {
+			if !strings.HasPrefix(k, base) {
+				return false
+			}
+			if _, ok := want[k]; !ok {
+				gone = append(gone, m)
+			}
+			return true
+		})
+		for _, m := range gone {
+			t.setMember(m, false)
+		}
+	}
+	for _, m := range want {
+		t.setMember(m, true)
+	}
 }
 
 // setServiceWatch starts or stops the Service and EndpointSlice watches;

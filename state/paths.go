@@ -73,6 +73,8 @@ const (
 	SetOwn   = "peeragent-own-"   // own blocks, lengths block..full
 	SetNoBGP = "peeragent-nobgp-" // disableBGPExport pools, lengths pool..full
 	SetPools = "peeragent-pools-" // export-enabled pools, lengths pool..full
+	SetSvc   = "peeragent-svc-"   // service ranges this node advertises, lengths range..full
+	SetRRSvc = "peeragent-rrsvc-" // on a reflector: serviceLoadBalancerIPs and serviceExternalIPs, lengths cidr..full
 )
 
 // SetName is a shared set's name for the family of p.

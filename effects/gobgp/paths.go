@@ -20,7 +20,8 @@ import (
 // statements reference (docs/routes.md §8.3 rule 12).
 var sharedSets = []string{
 	state.SetOwn + "v4", state.SetOwn + "v6", state.SetNoBGP + "v4", state.SetNoBGP + "v6",
-	state.SetPools + "v4", state.SetPools + "v6",
+	state.SetPools + "v4", state.SetPools + "v6", state.SetSvc + "v4", state.SetSvc + "v6",
+	state.SetRRSvc + "v4", state.SetRRSvc + "v6",
 }
 
 // Shared are the requests that create, on a started speaker, what every
@@ -240,9 +241,10 @@ func communities(vals []string) (std []uint32, large []*bgp.LargeCommunity, err 
 // calicoExport are the statements after a neighbor's own export rules
 // (docs/routes.md §8.3 rules 4-10): an own path is accepted; a learned
 // route inside an own block or a disableBGPExport pool is rejected, one
-// inside an export-enabled pool accepted, anything else rejected. The
-// service rules (7-8) and the communities for re-exported routes (3) come
-// with service advertisement.
+// inside the service ranges of a reflector (rule 7), the service ranges
+// this node advertises (rule 8) or an export-enabled pool accepted,
+// anything else rejected. The communities for re-exported routes (rule 3)
+// are not applied yet.
 func (b *policyBuilder) calicoExport(name string) []*api.Statement {
 	return calicoStatements(name, b.family, b.calicoConditions)
 }
@@ -267,6 +269,8 @@ func calicoStatements(name string, family *api.Family, cond func() *api.Conditio
 		stmt("local", "", api.Conditions_ROUTE_TYPE_LOCAL, api.RouteAction_ROUTE_ACTION_ACCEPT),
 		stmt("own", state.SetOwn, all, api.RouteAction_ROUTE_ACTION_REJECT),
 		stmt("nobgp", state.SetNoBGP, all, api.RouteAction_ROUTE_ACTION_REJECT),
+		stmt("rrsvc", state.SetRRSvc, all, api.RouteAction_ROUTE_ACTION_ACCEPT),
+		stmt("svc", state.SetSvc, all, api.RouteAction_ROUTE_ACTION_ACCEPT),
 		stmt("pools", state.SetPools, all, api.RouteAction_ROUTE_ACTION_ACCEPT),
 		stmt("reject", "", all, api.RouteAction_ROUTE_ACTION_REJECT),
 	}

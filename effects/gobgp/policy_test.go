@@ -172,6 +172,8 @@ func TestObjectsFor(t *testing.T) {
 			"  peeragent-10.0.0.2-export-calico-local: route-type local -> accept",
 			"  peeragent-10.0.0.2-export-calico-own: in peeragent-own-v4 -> reject",
 			"  peeragent-10.0.0.2-export-calico-nobgp: in peeragent-nobgp-v4 -> reject",
+			"  peeragent-10.0.0.2-export-calico-rrsvc: in peeragent-rrsvc-v4 -> accept",
+			"  peeragent-10.0.0.2-export-calico-svc: in peeragent-svc-v4 -> accept",
 			"  peeragent-10.0.0.2-export-calico-pools: in peeragent-pools-v4 -> accept",
 			"  peeragent-10.0.0.2-export-calico-reject: -> reject",
 		}},
@@ -189,6 +191,8 @@ func TestObjectsFor(t *testing.T) {
 			"  peeragent-10.0.0.2-export-calico-local: route-type local -> accept",
 			"  peeragent-10.0.0.2-export-calico-own: in peeragent-own-v4 -> reject",
 			"  peeragent-10.0.0.2-export-calico-nobgp: in peeragent-nobgp-v4 -> reject",
+			"  peeragent-10.0.0.2-export-calico-rrsvc: in peeragent-rrsvc-v4 -> accept",
+			"  peeragent-10.0.0.2-export-calico-svc: in peeragent-svc-v4 -> accept",
 			"  peeragent-10.0.0.2-export-calico-pools: in peeragent-pools-v4 -> accept",
 			"  peeragent-10.0.0.2-export-calico-reject: -> reject",
 		}},
@@ -230,6 +234,8 @@ func TestSharedRequests(t *testing.T) {
 		"DEFINED_TYPE_PREFIX peeragent-own-v4 0", "DEFINED_TYPE_PREFIX peeragent-own-v6 0",
 		"DEFINED_TYPE_PREFIX peeragent-nobgp-v4 0", "DEFINED_TYPE_PREFIX peeragent-nobgp-v6 0",
 		"DEFINED_TYPE_PREFIX peeragent-pools-v4 0", "DEFINED_TYPE_PREFIX peeragent-pools-v6 0",
+		"DEFINED_TYPE_PREFIX peeragent-svc-v4 0", "DEFINED_TYPE_PREFIX peeragent-svc-v6 0",
+		"DEFINED_TYPE_PREFIX peeragent-rrsvc-v4 0", "DEFINED_TYPE_PREFIX peeragent-rrsvc-v6 0",
 		"DEFINED_TYPE_NEIGHBOR peeragent-custom-neighbors 0",
 	}
 	if d := cmp.Diff(wantSets, sets); d != "" {
@@ -262,6 +268,8 @@ func TestSharedRequests(t *testing.T) {
 			f+" "+p+"-local: route-type local -> accept",
 			f+" "+p+"-own: in peeragent-own-"+f+" -> reject",
 			f+" "+p+"-nobgp: in peeragent-nobgp-"+f+" -> reject",
+			f+" "+p+"-rrsvc: in peeragent-rrsvc-"+f+" -> accept",
+			f+" "+p+"-svc: in peeragent-svc-"+f+" -> accept",
 			f+" "+p+"-pools: in peeragent-pools-"+f+" -> accept",
 			f+" "+p+"-reject: -> reject")
 	}

@@ -28,7 +28,7 @@ func TestPlanPolicyInPlace(t *testing.T) {
 	reshaped := filter("10.1.0.0/16")
 	reshaped.Export = append(reshaped.Export, state.Rule{Filter: "f", Action: "accept"})
 	const calicoStmts = "peeragent-10.0.0.2-export-calico-local peeragent-10.0.0.2-export-calico-own " +
-		"peeragent-10.0.0.2-export-calico-nobgp peeragent-10.0.0.2-export-calico-pools peeragent-10.0.0.2-export-calico-reject"
+		"peeragent-10.0.0.2-export-calico-nobgp peeragent-10.0.0.2-export-calico-rrsvc peeragent-10.0.0.2-export-calico-svc peeragent-10.0.0.2-export-calico-pools peeragent-10.0.0.2-export-calico-reject"
 	const exportStmts = "peeragent-10.0.0.2-export-1 " + calicoStmts
 	steps := []struct {
 		name   string
@@ -52,6 +52,7 @@ func TestPlanPolicyInPlace(t *testing.T) {
 			"del-statements peeragent-filters-export [" + exportStmts + "]",
 			"del-statement peeragent-10.0.0.2-export-1", "del-statement peeragent-10.0.0.2-export-calico-local",
 			"del-statement peeragent-10.0.0.2-export-calico-own", "del-statement peeragent-10.0.0.2-export-calico-nobgp",
+			"del-statement peeragent-10.0.0.2-export-calico-rrsvc", "del-statement peeragent-10.0.0.2-export-calico-svc",
 			"del-statement peeragent-10.0.0.2-export-calico-pools", "del-statement peeragent-10.0.0.2-export-calico-reject",
 			"del-set-all peeragent-10.0.0.2-neighbor", "del-set-all peeragent-10.0.0.2-filter", "del-set-all peeragent-10.0.0.2-export-1-prefix",
 			"add-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]", "add-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
