@@ -150,7 +150,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if dp != nil { // docs/routes.md §9.7 rule 6: not with --dataplane none
 		opts.RouteRescan = state.Duration{Duration: f.rescan}
 	}
-	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, opts), Speaker: speaker, VPP: dpExec,
+	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, opts), Speaker: speaker, Dataplane: dpExec,
 		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal, NeighborSeries: f.seriesCap(),
 		Published: []func(state.State){follow.observe, reporter.observe}})
 	loop.Dispatch(effects.ListRoutes(ctx, dp)) // the held routes, before anything is applied (docs/routes.md §9.6)
