@@ -195,10 +195,8 @@ func runParts(f *runFlags, loop *agent.Loop, src source, speaker *gobgp.Executor
 	if reporter != nil {
 		parts = append(parts, part{name: "status reporter", run: func(ctx context.Context) error { reporter.run(ctx); return nil }, forever: true})
 	}
-	if v, ok := dpExec.(interface {
-		Run(context.Context, func(state.Action)) error
-	}); ok { // a Dial-made VPP executor: connects, follows VPP's restarts
-		parts = append(parts, part{name: "vpp link", run: func(ctx context.Context) error { return v.Run(ctx, dispatch) }, restart: true})
+	if r, ok := dpExec.(effects.Runner); ok { // e.g. a Dial-made VPP executor: connects, follows VPP's restarts
+		parts = append(parts, part{name: "dataplane link", run: func(ctx context.Context) error { return r.Run(ctx, dispatch) }, restart: true})
 	}
 	return parts
 }
