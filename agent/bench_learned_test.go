@@ -100,7 +100,7 @@ func learnedLoopOnce(b *testing.B, n int) (calls, applied, core time.Duration) {
 	last := state.PrefixKey(learnedPrefix(n - 1))
 	done := make(chan time.Time, 1)
 	var watching atomic.Bool
-	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: nopSpeaker{}, VPP: dp, Journal: 1000,
+	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: nopSpeaker{}, Dataplane: dp, Journal: 1000,
 		Log: slog.New(slog.DiscardHandler), Published: []func(state.State){func(s state.State) {
 			if !watching.Load() {
 				return

@@ -80,7 +80,7 @@ func TestVPPErrorsAreRetriedUntilApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: &fakeSpeaker{},
-		VPP: exec, Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger()})
+		Dataplane: exec, Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()

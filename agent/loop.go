@@ -29,18 +29,18 @@ type ServiceWatcher interface {
 // Loop owns the State. One goroutine (Run) is the only caller of Reduce;
 // effects run on another, in order, and come back as actions.
 type Loop struct {
-	box     *mailbox
-	cur     atomic.Pointer[state.State]
-	journal *Journal
-	metrics *Metrics
-	log     *slog.Logger
-	speaker effects.Executor
-	vpp     effects.Executor
-	secrets SecretWatcher
-	svcs    ServiceWatcher
-	observe []func(state.Action) // tests' hooks
-	publish []func(state.State)
-	alarm   *alarm // the executor of effects.Alarm
+	box       *mailbox
+	cur       atomic.Pointer[state.State]
+	journal   *Journal
+	metrics   *Metrics
+	log       *slog.Logger
+	speaker   effects.Executor
+	dataplane effects.Executor // linux, vpp or none: whatever carries out the dataplane effects
+	secrets   SecretWatcher
+	svcs      ServiceWatcher
+	observe   []func(state.Action) // tests' hooks
+	publish   []func(state.State)
+	alarm     *alarm // the executor of effects.Alarm
 
 	work     chan []effects.Effect
 	ready    atomic.Bool // every source synced and the first effects applied
@@ -56,14 +56,14 @@ type Loop struct {
 
 // LoopConfig wires a Loop.
 type LoopConfig struct {
-	Initial  state.State
-	Speaker  effects.Executor
-	VPP      effects.Executor
-	Secrets  SecretWatcher
-	Services ServiceWatcher // nil: no source of services (the effects are dropped)
-	Log      *slog.Logger
-	Metrics  *Metrics
-	Journal  int
+	Initial   state.State
+	Speaker   effects.Executor
+	Dataplane effects.Executor // the dataplane executor (effects/linux, effects/vpp, or vpp.Disabled: none)
+	Secrets   SecretWatcher
+	Services  ServiceWatcher // nil: no source of services (the effects are dropped)
+	Log       *slog.Logger
+	Metrics   *Metrics
+	Journal   int
 	// Observer are called on the loop's goroutine with each action it
 	// reduces. Only tests use them now (to count actions, or to hold the
 	// loop); run sets none: time and retries are the reducer's
@@ -85,7 +85,7 @@ type LoopConfig struct {
 // NewLoop makes a loop starting from cfg.Initial.
 func NewLoop(cfg LoopConfig) *Loop {
 	l := &Loop{box: newMailbox(), journal: NewJournal(cfg.Journal), metrics: cfg.Metrics,
-		log: cfg.Log, speaker: cfg.Speaker, vpp: cfg.VPP, secrets: cfg.Secrets, svcs: cfg.Services,
+		log: cfg.Log, speaker: cfg.Speaker, dataplane: cfg.Dataplane, secrets: cfg.Secrets, svcs: cfg.Services,
 		observe: cfg.Observer, publish: cfg.Published, work: make(chan []effects.Effect, 1024), now: time.Now,
 		stuck: cfg.StuckAfter}
 	if l.stuck <= 0 {
@@ -215,14 +215,14 @@ func (l *Loop) runEffects(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	for effs := range l.work {
 		l.running.Store(time.Now().UnixNano())
-		speaker, vpp, watches := effects.Group(effs)
+		speaker, dataplane, watches := effects.Group(effs)
 		for _, e := range watches {
 			l.secretEffect(e)
 		}
 		for _, r := range l.execute(ctx, l.speaker, speaker) {
 			l.Dispatch(r)
 		}
-		for _, r := range l.execute(ctx, l.vpp, vpp) {
+		for _, r := range l.execute(ctx, l.dataplane, dataplane) {
 			l.Dispatch(r)
 		}
 		if l.log.Enabled(ctx, slog.LevelDebug) { // String is not free: skip it unless logged

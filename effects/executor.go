@@ -33,3 +33,18 @@ func Group(effs []Effect) (speaker, dataplane, watches []Effect) {
 	}
 	return speaker, dataplane, watches
 }
+
+// Runner is an Executor that also follows something outside the agent for
+// as long as ctx lasts and reports what it finds back as Actions through
+// dispatch: effects/vpp's Dial-made executor keeps its VPP connection,
+// reports it as an input problem while VPP is away, and sends every route
+// again when VPP restarts. Run returns nil when ctx ends, or at once when
+// there is nothing to follow; an error is a failure of the link, and the
+// caller starts Run again (cmd/peeragent's supervisor restarts the
+// dataplane's Run as its own part, apart from the loop, so that a failed
+// link never stops the loop). Executors without such facts do not
+// implement it.
+type Runner interface {
+	Executor
+	Run(ctx context.Context, dispatch func(state.Action)) error
+}

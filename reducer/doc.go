@@ -11,6 +11,32 @@
 //     (resolve.go is the single place a neighbor changes), so a step costs
 //     what changed, not the size of the cluster. FromScratch computes the
 //     same State from complete lists; property tests hold the two equal.
+//   - A step marks what its action invalidates in four scopes, and
+//     tx.finish (reduce.go) derives them again in this order, neighbors,
+//     paths and routes each in sorted key order so that generations are
+//     deterministic:
+//     1. neighbors: the dirty addresses (every one after a change that
+//     shapes them all, tx.full: this node appearing, or its addresses, AS
+//     or cluster ID changing; the default or this node's BGPConfiguration
+//     changing a neighbor setting; rederiveAll) are resolved again
+//     (resolve.go), then the host routes of the neighbors that changed are
+//     marked (neighborRoutes) and, when a TCP-MD5 key came or went, the
+//     keys are checked against optmem_max (checkKeyMemory);
+//     2. services: the service ranges and every service's host paths
+//     (refreshServices, docs/routes.md §8.4), on tx.services or tx.full;
+//     3. advertised paths: the own paths of the marked prefixes, or of
+//     all (tx.allPaths: tx.full or changed community rules), derived again
+//     (derivePaths, docs/routes.md §8.1), which marks their routes;
+//     4. routes: the route table entries of the marked prefixes, or of all
+//     when the paths were (routesDone, docs/routes.md §9.2), which then
+//     checks whether the table went live and routing settled.
+//     Last, retry records no longer waiting are dropped
+//     (dropStaleRetries); the earliest deadline left (State.Deadline) is
+//     what Diff turns into the alarm. A Tick first fires what is due
+//     (tick, fireRetries), then finishes like an input. A result or fact
+//     reported by an executor or the kernel (results.go, reduceResult)
+//     updates what it names in place and runs only the routes scope and
+//     the retry cleanup.
 //   - Which neighbors this node gets, with which settings and precedence,
 //     is docs/semantics.md §2–§3; passwords §4; the session lifecycle is the
 //     looplab/fsm table of §6 (Lifecycle, Mermaid), driven by the results

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,13 +30,16 @@ const (
 
 // KubeConfig is what the Kubernetes source needs.
 type KubeConfig struct {
-	Client    kubernetes.Interface
-	Dynamic   dynamic.Interface
-	Discovery discovery.DiscoveryInterface // for the API group auto-detection
-	Group     string                       // GroupCRD (default when empty), GroupV3 or GroupAuto
-	Namespace string                       // where password Secrets live
-	Node      string                       // this node: its BlockAffinities and Pods only
-	Log       *slog.Logger                 // nil: slog.Default()
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Group is GroupCRD (default when empty) or GroupV3: the caller
+	// resolves the flag GroupAuto with ResolveGroup first, and shares the
+	// result with whatever else reads the group (cmd/peeragent's status
+	// reporter).
+	Group     string
+	Namespace string       // where password Secrets live
+	Node      string       // this node: its BlockAffinities and Pods only
+	Log       *slog.Logger // nil: slog.Default()
 }
 
 // Kube is the Kubernetes source: a reflector per kind (BGPPeer,
@@ -77,11 +79,9 @@ func NewKube(cfg KubeConfig) (*Kube, error) {
 	switch cfg.Group {
 	case GroupCRD, GroupV3:
 	case GroupAuto:
-		if cfg.Discovery == nil {
-			return nil, errors.New("kube source: group auto needs a discovery client")
-		}
+		return nil, errors.New("kube source: API group auto: resolve it with ResolveGroup first")
 	default:
-		return nil, fmt.Errorf("kube source: unknown API group %q (want %s, %s or %s)", cfg.Group, GroupCRD, GroupV3, GroupAuto)
+		return nil, fmt.Errorf("kube source: unknown API group %q (want %s or %s)", cfg.Group, GroupCRD, GroupV3)
 	}
 	log := cfg.Log
 	if log == nil {
@@ -90,18 +90,14 @@ func NewKube(cfg KubeConfig) (*Kube, error) {
 	return &Kube{cfg: cfg, log: log, secrets: map[string]*secretWatch{}}, nil
 }
 
-// Run resolves the API group, then lists and watches every kind and the
-// wanted Secrets, handing what it sees to dispatch, until ctx ends. It
-// returns nil once ctx ends and every reflector has stopped. dispatch must
+// Run lists and watches every kind and the wanted Secrets, handing what it
+// sees to dispatch, until ctx ends. It returns nil once ctx ends and every reflector has stopped. dispatch must
 // not block for long and must not call back into Watch or Unwatch
 // synchronously: it is called with a store's lock held, which is what
 // guarantees that nothing of a secret arrives after Unwatch returns.
 func (k *Kube) Run(ctx context.Context, dispatch func(state.Action)) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(k.log.Handler()))
-	group, ok := k.resolveGroup(ctx)
-	if !ok {
-		return nil
-	}
+	group := k.cfg.Group
 	gv, err := schema.ParseGroupVersion(group)
 	if err != nil {
 		return fmt.Errorf("kube source: %w", err)
@@ -147,39 +143,6 @@ func (k *Kube) end() {
 		w.stop()
 	}
 	k.svc.stop()
-}
-
-// resolveGroup settles the group flag, retrying discovery with backoff
-// until it answers or ctx ends (false).
-func (k *Kube) resolveGroup(ctx context.Context) (string, bool) {
-	delay := k.retryBackoff().DelayFunc()
-	for {
-		g, err := ResolveGroup(k.cfg.Discovery, k.cfg.Group)
-		if err == nil {
-			return g, true
-		}
-		k.log.Warn("API group discovery failed, retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return "", false
-		case <-time.After(delay()):
-		}
-	}
-}
-
-// Backoff of the group discovery when no test shortens it.
-const (
-	defaultRetryInit = time.Second
-	defaultRetryCap  = 30 * time.Second
-)
-
-// retryBackoff grows from its initial delay to its cap and stays there.
-func (k *Kube) retryBackoff() wait.Backoff {
-	b := wait.Backoff{Duration: defaultRetryInit, Factor: 2, Jitter: 0.5, Steps: 64, Cap: defaultRetryCap}
-	if k.backoff != nil {
-		b.Duration, b.Cap = k.backoff.Duration, k.backoff.Cap
-	}
-	return b
 }
 
 // ResolveGroup turns the group flag into the group-version to read

@@ -194,7 +194,11 @@ func newKubeFakes(core []runtime.Object, calico ...runtime.Object) kubeFakes {
 // startKube runs a Kube over f until the test ends; Run's return is awaited.
 func startKube(t *testing.T, f kubeFakes, group string, before func(*Kube)) (*Kube, *actionRecorder) {
 	t.Helper()
-	k, err := NewKube(KubeConfig{Client: f.client, Dynamic: f.dyn, Discovery: f.disc, Group: group, Namespace: testNS, Node: testNodeName,
+	group, err := ResolveGroup(f.disc, group) // as cmd/peeragent does before NewKube
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewKube(KubeConfig{Client: f.client, Dynamic: f.dyn, Group: group, Namespace: testNS, Node: testNodeName,
 		Log: discardLogger()})
 	if err != nil {
 		t.Fatal(err)

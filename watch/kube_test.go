@@ -71,8 +71,8 @@ func TestNewKubeChecksConfig(t *testing.T) {
 		{name: "missing-node", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn}, err: "node name is required"},
 		{name: "missing-dynamic-client", cfg: KubeConfig{Client: f.client}, err: "dynamic client are required"},
 		{name: "unknown-group", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn, Node: testNodeName, Group: "v3"}, err: "unknown API group"},
-		{name: "auto-without-discovery", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn, Node: testNodeName, Group: GroupAuto},
-			err: "needs a discovery client"},
+		{name: "auto-unresolved", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn, Node: testNodeName, Group: GroupAuto},
+			err: "resolve it with ResolveGroup first"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,25 +82,4 @@ func TestNewKubeChecksConfig(t *testing.T) {
 			}
 		})
 	}
-}
-
-// Run keeps retrying discovery instead of failing, and returns when its
-// context ends.
-func TestKubeRunRetriesDiscovery(t *testing.T) {
-	f := newKubeFakes(nil)
-	d := fakeDiscovery(GroupV3)
-	calls := make(chan struct{}, 64)
-	d.PrependReactor("get", "group", func(k8stesting.Action) (bool, runtime.Object, error) {
-		select {
-		case calls <- struct{}{}:
-		default:
-		}
-		if len(calls) < 3 {
-			return true, nil, errors.New("connection refused")
-		}
-		return false, nil, nil
-	})
-	f.disc = d
-	_, rec := startKube(t, f, GroupAuto, nil)
-	waitLists(t, rec)
 }

@@ -66,7 +66,7 @@ func learnedAgent(b *testing.B, n int) (*agent.Loop, func()) {
 	agentPort, peerPort := freePort(b), freePort(b)
 	exec := gobgp.New(gobgp.Options{ListenAddresses: []string{"127.0.0.1"}, Logger: log, GoBGPLevel: slog.LevelError})
 	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: exec,
-		VPP: vpp.Disabled(log), Log: log, Journal: 1000})
+		Dataplane: vpp.Disabled(log), Log: log, Journal: 1000})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 3)
 	go func() { l.Run(ctx); done <- struct{}{} }()

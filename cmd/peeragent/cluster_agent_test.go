@@ -70,8 +70,11 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 	a := &clusterAgent{t: t, e: e, logs: &clusterLogBuf{}, seen: &clusterSeen{counts: map[string]int{}},
 		kubeDone: make(chan struct{}), started: time.Now()}
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	kube, err := watch.NewKube(watch.KubeConfig{Client: cs, Dynamic: dyn, Discovery: cs.Discovery(),
-		Group: c.group, Namespace: ns, Node: clusterNode, Log: log})
+	group, err := watch.ResolveGroup(cs.Discovery(), c.group) // as run.go's newKubeClients
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := watch.NewKube(watch.KubeConfig{Client: cs, Dynamic: dyn, Group: group, Namespace: ns, Node: clusterNode, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 )
 
 // TestClusterReportsStatus: the agent's source and its status reporter
-// (watch/status, as run wires it) against the real API server. A
+// (watch/status, as run wires it: over the source's one set of clients and
+// its resolved group, --calico-api-group auto) against the real API server. A
 // CalicoNodeStatus for this node gets the BGPPeer's neighbor in
 // status.bgp.peersV4; the BGPPeer, whose password Secret is missing, gets a
 // Warning Event, and a Normal one once the Secret exists; no Event or
@@ -30,7 +32,32 @@ func TestClusterReportsStatus(t *testing.T) {
 	e.putCalico(group, "BGPPeer", "tor", map[string]any{"peerIP": "10.0.0.10", "asNumber": int64(64513),
 		"password": map[string]any{"secretKeyRef": map[string]any{"name": "tor-md5", "key": "password"}}})
 
-	rep, err := newStatusReporterFor(e.cs, e.dyn, group, clusterNode, time.Second, nil)
+	kubeconfig, err := e.kc.WriteKubeconfig("status", e.kc.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseRunFlags([]string{"--node", clusterNode, "--kubeconfig", kubeconfig, "--calico-api-group", watch.GroupAuto}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, kc, err := newSource(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := src.(*watch.Kube); !ok || kc == nil || kc.group != group {
+		t.Fatalf("newSource = %T, clients %+v: want a *watch.Kube and clients of group %s", src, kc, group)
+	}
+	if rep, err := newStatusReporter(f, kc, nil); err != nil || rep == nil || rep.r == nil {
+		t.Fatalf("newStatusReporter over the source's clients = %v, %v", rep, err)
+	} else {
+		rep.broadcaster.Shutdown()
+	}
+	if off, err := parseRunFlags([]string{"--node", clusterNode, "--kubeconfig", kubeconfig, "--report-status=false"}, io.Discard); err != nil {
+		t.Fatal(err)
+	} else if rep, err := newStatusReporter(off, kc, nil); rep != nil || err != nil {
+		t.Fatalf("newStatusReporter with --report-status=false = %v, %v; want none", rep, err)
+	}
+	rep, err := newStatusReporterFor(kc.client, kc.dyn, kc.group, clusterNode, time.Second, nil) // run's, with a shorter Event gap
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 
 	"github.com/peeragent/peeragent/internal/buildinfo"
 	"github.com/peeragent/peeragent/state"
-	"github.com/peeragent/peeragent/watch"
 	"github.com/peeragent/peeragent/watch/status"
 )
 
@@ -27,29 +25,13 @@ type statusReporter struct {
 	broadcaster record.EventBroadcaster
 }
 
-// newStatusReporter makes the reporter of cluster mode, with clients of
-// its own (the source's are not shared: its constructor keeps them).
-func newStatusReporter(f *runFlags, log *slog.Logger) (*statusReporter, error) {
-	if f.from != "" || !f.reportStatus {
+// newStatusReporter makes the reporter of cluster mode over the source's
+// clients and resolved API group (kc nil: --from, nothing to report to).
+func newStatusReporter(f *runFlags, kc *kubeClients, log *slog.Logger) (*statusReporter, error) {
+	if kc == nil || !f.reportStatus {
 		return nil, nil
 	}
-	cfg, err := restConfig(f.kubeconfig, f.kubeContext)
-	if err != nil {
-		return nil, fmt.Errorf("%w (%v)", errNoCluster, err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
-	}
-	group, err := watch.ResolveGroup(client.Discovery(), f.group)
-	if err != nil {
-		return nil, err
-	}
-	return newStatusReporterFor(client, dyn, group, f.node, 0, log)
+	return newStatusReporterFor(kc.client, kc.dyn, kc.group, f.node, 0, log)
 }
 
 // newStatusReporterFor is newStatusReporter over given clients; eventGap

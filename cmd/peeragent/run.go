@@ -128,11 +128,11 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	fdLimit := raiseOpenFiles(log)
 	defer ignoreHangup(log)()
-	src, err := newSource(f, log)
+	src, kc, err := newSource(f, log)
 	if err != nil {
 		return err
 	}
-	reporter, err := newStatusReporter(f, log)
+	reporter, err := newStatusReporter(f, kc, log)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if dp != nil { // docs/routes.md §9.7 rule 6: not with --dataplane none
 		opts.RouteRescan = state.Duration{Duration: f.rescan}
 	}
-	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, opts), Speaker: speaker, VPP: dpExec,
+	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, opts), Speaker: speaker, Dataplane: dpExec,
 		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal, NeighborSeries: f.seriesCap(),
 		Published: []func(state.State){follow.observe, reporter.observe}})
 	loop.Dispatch(effects.ListRoutes(ctx, dp)) // the held routes, before anything is applied (docs/routes.md §9.6)
@@ -195,10 +195,8 @@ func runParts(f *runFlags, loop *agent.Loop, src source, speaker *gobgp.Executor
 	if reporter != nil {
 		parts = append(parts, part{name: "status reporter", run: func(ctx context.Context) error { reporter.run(ctx); return nil }, forever: true})
 	}
-	if v, ok := dpExec.(interface {
-		Run(context.Context, func(state.Action)) error
-	}); ok { // a Dial-made VPP executor: connects, follows VPP's restarts
-		parts = append(parts, part{name: "vpp link", run: func(ctx context.Context) error { return v.Run(ctx, dispatch) }, restart: true})
+	if r, ok := dpExec.(effects.Runner); ok { // e.g. a Dial-made VPP executor: connects, follows VPP's restarts
+		parts = append(parts, part{name: "dataplane link", run: func(ctx context.Context) error { return r.Run(ctx, dispatch) }, restart: true})
 	}
 	return parts
 }
@@ -251,22 +249,40 @@ func newDataplane(ctx context.Context, f *runFlags, log *slog.Logger) (effects.E
 	return nil, nil, nil, fmt.Errorf("--dataplane %q: want vpp, linux or none", name)
 }
 
-func newSource(f *runFlags, log *slog.Logger) (source, error) {
+// newSource is the source of --from or, in cluster mode, the Kubernetes
+// source and the clients it reads through (nil with --from), which the
+// status reporter shares.
+func newSource(f *runFlags, log *slog.Logger) (source, *kubeClients, error) {
 	if f.from != "" {
 		if st, err := os.Stat(f.from); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("--from %s: not a readable directory", f.from)
+			return nil, nil, fmt.Errorf("--from %s: not a readable directory", f.from)
 		}
 		d := watch.NewDir(f.from, log)
 		d.Namespace = f.opts().Namespace // docs/semantics.md §1: Secrets of the agent's namespace only
 		d.Node = f.node                  // docs/routes.md "Amendment to §1": this node's Pods only
-		return d, nil
+		return d, nil, nil
 	}
-	return newKube(f, log)
+	kc, err := newKubeClients(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := kc.source(f, log)
+	return src, kc, err
 }
 
 var errNoCluster = errors.New("no cluster: give --from DIR, or run in a cluster / give --kubeconfig")
 
-func newKube(f *runFlags, log *slog.Logger) (source, error) {
+// kubeClients are cluster mode's one set of clients, over one rest
+// config, and the API group resolved once (--calico-api-group auto asks
+// the server's discovery): the source reads through them and the status
+// reporter writes through them.
+type kubeClients struct {
+	client kubernetes.Interface
+	dyn    dynamic.Interface
+	group  string // watch.GroupCRD or watch.GroupV3
+}
+
+func newKubeClients(f *runFlags) (*kubeClients, error) {
 	cfg, err := restConfig(f.kubeconfig, f.kubeContext)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", errNoCluster, err)
@@ -283,6 +299,20 @@ func newKube(f *runFlags, log *slog.Logger) (source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return watch.NewKube(watch.KubeConfig{Client: client, Dynamic: dyn, Discovery: client.Discovery(),
-		Group: group, Namespace: f.opts().Namespace, Node: f.node, Log: log})
+	return &kubeClients{client: client, dyn: dyn, group: group}, nil
+}
+
+// source is the Kubernetes source over kc.
+func (kc *kubeClients) source(f *runFlags, log *slog.Logger) (*watch.Kube, error) {
+	return watch.NewKube(watch.KubeConfig{Client: kc.client, Dynamic: kc.dyn, Group: kc.group,
+		Namespace: f.opts().Namespace, Node: f.node, Log: log})
+}
+
+// newKube is the Kubernetes source alone (plan, rbac).
+func newKube(f *runFlags, log *slog.Logger) (source, error) {
+	kc, err := newKubeClients(f)
+	if err != nil {
+		return nil, err
+	}
+	return kc.source(f, log)
 }

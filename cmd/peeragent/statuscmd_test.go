@@ -37,7 +37,7 @@ func (statusSpeaker) Inspect(_ context.Context, addr netip.Addr, advertised bool
 func startStatusAgent(t *testing.T) string {
 	t.Helper()
 	loop := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: statusSpeaker{},
-		VPP: vpp.Disabled(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Dataplane: vpp.Disabled(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { loop.Run(ctx); close(done) }()

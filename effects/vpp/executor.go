@@ -47,7 +47,10 @@ type applied struct {
 	gen   uint64
 }
 
-var _ effects.Executor = (*Executor)(nil)
+var (
+	_ effects.Executor = (*Executor)(nil)
+	_ effects.Runner   = (*Executor)(nil) // Run: the link of a Dial-made executor
+)
 
 // New returns an Executor over conn, which the caller keeps owning (Close
 // does not disconnect it). A nil conn gives a disabled Executor.

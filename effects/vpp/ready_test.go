@@ -39,7 +39,7 @@ func TestReadyzFollowsVPPConnection(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	e := dialWith(refusingAdapter{v.adapter, v}, "/run/vpp/api.sock", log)
 	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: noSpeaker{},
-		VPP: e, Secrets: noSecrets{}, Log: log})
+		Dataplane: e, Secrets: noSecrets{}, Log: log})
 	ctx, cancel := context.WithCancel(context.Background())
 	loopDone, runDone := make(chan struct{}), make(chan struct{})
 	go func() { l.Run(ctx); close(loopDone) }()
