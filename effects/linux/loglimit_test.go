@@ -35,8 +35,8 @@ func (l *lockedBuf) lines() []string {
 	return strings.Split(s, "\n")
 }
 
-// TestBrokenRoutesLogBounded attacks the executor as issue 20 item 8
-// measured it: many learned routes whose next hop is not on-link, each
+// TestBrokenRoutesLogBounded attacks the executor (docs/routes.md §9.7
+// rule 3): many learned routes whose next hop is not on-link, each
 // failing at every retry, used to log a WARN line per route per attempt
 // (2,000 routes x 3 attempts: 6,000 lines here; 20,000 routes: ~330 MB of
 // log an hour). Every route still fails as data (a result each), but the
