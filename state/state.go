@@ -45,6 +45,9 @@ type Options struct {
 	// RouteSettleMax is the longest the sweep of held routes waits after the
 	// server start (docs/routes.md §9.6 rule 3; --route-settle-max, 240 s).
 	RouteSettleMax Duration `json:"routeSettleMax,omitzero"`
+	// MaxPrefixes is every neighbor's limit of routes learned per address
+	// family (docs/routes.md §9.9; --max-prefixes, default 20,000).
+	MaxPrefixes uint32 `json:"maxPrefixes,omitempty"`
 }
 
 // Server is the embedded speaker's global config; zero before this node
@@ -176,6 +179,9 @@ func New(node string, opts Options) State {
 	}
 	if opts.MaxPaths <= 0 {
 		opts.MaxPaths = DefaultMaxPaths
+	}
+	if opts.MaxPrefixes == 0 {
+		opts.MaxPrefixes = DefaultMaxPrefixes
 	}
 	if opts.RouteSettleMax.Duration <= 0 {
 		opts.RouteSettleMax = Duration{DefaultRouteSettleMax}

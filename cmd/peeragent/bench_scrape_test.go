@@ -65,7 +65,8 @@ func learnedAgent(b *testing.B, n int) (*agent.Loop, func()) {
 	log, _ := quietLog()
 	agentPort, peerPort := freePort(b), freePort(b)
 	exec := gobgp.New(gobgp.Options{ListenAddresses: []string{"127.0.0.1"}, Logger: log, GoBGPLevel: slog.LevelError})
-	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: exec,
+	// The prefix limit (docs/routes.md §9.9) raised to what the peer sends.
+	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{MaxPrefixes: uint32(n)}), Speaker: exec,
 		VPP: vpp.Disabled(log), Log: log, Journal: 1000})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 3)

@@ -177,6 +177,10 @@ func (e *Executor) sessionAction(ev *apiutil.WatchEventMessage_PeerEvent, last m
 		e.reasons.forget(addr)
 	case last[addr] == "established":
 		a.Reason = e.reasons.take(addr)
+		if ev.Peer.State.AdminState == api.PeerState_ADMIN_STATE_PFX_CT {
+			// GoBGP says only "graceful-restart" or "notification-sent".
+			a.Reason = state.PrefixLimitReason
+		}
 		if a.Reason == "" {
 			a.Reason = ev.Peer.State.DisconnectMessage
 		}
