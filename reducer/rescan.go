@@ -92,5 +92,6 @@ func (t *tx) repair(k string, e *state.TableRoute) {
 	t.s.Routing.Seq++
 	t.s.Routing.Repairs++
 	c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0
+	t.clearRouteFailure(e)
 	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 }

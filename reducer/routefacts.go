@@ -190,6 +190,7 @@ func (t *tx) checkSettled() {
 		c.Held = nil
 		t.s.Routing.Seq++
 		c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0
+		t.clearRouteFailure(e)
 		t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 		return true
 	})
@@ -249,7 +250,7 @@ func (t *tx) tableRouteAppliedAt(k string, a state.TableRouteApplied) {
 	if a.Skipped {
 		c.Phase = state.RoutePhaseSkipped
 	}
-	t.clearRouteFailure(k)
+	t.clearRouteFailure(e)
 	if !c.Wanted() {
 		c.Phase = ""
 		if c.NotInstalled == "" {
@@ -285,7 +286,12 @@ func (t *tx) tableRouteFailed(a state.TableRouteApplyFailed) {
 	c.Phase, c.LastError = state.RoutePhaseFailed, a.Error
 	c.Attempts++
 	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
-	t.setProblems(routeFailBucket(k), []state.Problem{{Object: routeObject(c.Prefix), Reason: a.Error}})
+	if old, cur := routeCause(e), routeCause(&c); old != cur {
+		if old != "" {
+			t.countRouteFailure(old, c.Prefix, -1)
+		}
+		t.countRouteFailure(cur, c.Prefix, +1)
+	}
 }
 
 // routeRetry: the backoff of a failed route ran out; Diff makes the call again.

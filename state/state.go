@@ -132,6 +132,14 @@ type Inputs struct {
 	EndpointSlices *pmap.Map[*EndpointSlice]
 }
 
+// RouteFailure is one cause of failed route calls: how many routes have
+// it, and the last one that failed of it while it is still failing (zero
+// once that one is fine again).
+type RouteFailure struct {
+	Count int
+	Last  netip.Prefix
+}
+
 // Derived is what the reducer computes and Diff compares.
 type Derived struct {
 	Neighbors *pmap.Map[*Neighbor] // by AddrKey
@@ -150,6 +158,11 @@ type Derived struct {
 	// PrefixKey (docs/routes.md §10): every advertised path, and withdrawals
 	// not yet applied.
 	PathCalls *pmap.Map[*PathCall]
+	// RouteFailures counts the routes whose last call failed (LastError
+	// set), by cause: the error with the prefix taken out. Each cause is
+	// one problem with its count, not one per route (docs/routes.md §9.7
+	// rule 3).
+	RouteFailures *pmap.Map[RouteFailure]
 	// ServiceWatch: the Service and EndpointSlice watches should run (some
 	// service range is configured, docs/routes.md §8.4).
 	ServiceWatch bool
@@ -202,6 +215,7 @@ func New(node string, opts Options) State {
 			Problems: pmap.New[[]Problem](), Watches: pmap.New[struct{}](),
 			Advertised: pmap.New[*Path](), Sets: pmap.New[SetMember](),
 			Routes: pmap.New[*TableRoute](), PathCalls: pmap.New[*PathCall](),
+			RouteFailures: pmap.New[RouteFailure](),
 		},
 		Index: newIndex(),
 	}
