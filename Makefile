@@ -100,6 +100,7 @@ bench:
 	  -cpuprofile bench-tenk.prof ./cmd/peeragent | tee -a bench.txt; \
 	$(BENCH_AGENT) -bench '^Benchmark(Churn|Memory)$$/^(instant|state|churn=)' -count 3 ./cmd/peeragent | tee -a bench.txt; \
 	$(GO) test -run '^$$' -bench '^BenchmarkScrape$$' -benchtime 20x -count 3 -timeout 30m ./cmd/peeragent | tee -a bench.txt; \
+	$(GO) test -run '^$$' -bench '^BenchmarkLearnedHeap$$' -benchtime 1x -count 3 -timeout 30m ./cmd/peeragent | tee -a bench.txt; \
 	$(BENCHSTAT) bench.txt > bench-stat.txt; \
 	$(GO) run ./tools/perfdoc -bench bench.txt -benchstat bench-stat.txt -profile bench-tenk.prof \
 	  -loadavg bench-loadavg.txt -elapsed $$(( $$(date +%s) - start ))s -out docs/performance.md; \

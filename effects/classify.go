@@ -39,6 +39,9 @@ var fields = []field{
 	{"ebgpMultihopTTL", true, func(n *state.Neighbor) string { return fmt.Sprint(n.EBGPMultihopTTL) }},
 	{"routeReflectorClient", true, func(n *state.Neighbor) string { return fmt.Sprint(n.RouteReflectorClient) }},
 	{"routeReflectorClusterID", true, func(n *state.Neighbor) string { return orNone(n.RouteReflectorClusterID) }},
+	// In place: GoBGP applies a new limit to the running session
+	// (docs/gobgp-updates.md), which ends only if it is over the new one.
+	{"maxPrefixes", false, func(n *state.Neighbor) string { return fmt.Sprint(n.MaxPrefixes) }},
 }
 
 func addrOrDash(s string) string {

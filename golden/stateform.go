@@ -17,7 +17,7 @@ import (
 // whose default is listed here (or is its zero value) rewrites no golden
 // that does not use it. The /state dump itself still shows every field.
 var neighborDefaults = state.Neighbor{Port: 179, GracefulRestartSeconds: 120, Families: []string{"ipv4-unicast"},
-	Policy: state.Policy{CalicoExport: true}}
+	Policy: state.Policy{CalicoExport: true}, MaxPrefixes: state.DefaultMaxPrefixes}
 
 // alwaysPrinted are printed even at their zero value: which neighbor it is
 // and where it came from, and the source address, which has no fixed

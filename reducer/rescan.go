@@ -118,5 +118,6 @@ func (t *tx) repair(k string, e *state.TableRoute) {
 	t.s.Routing.Seq++
 	t.s.Routing.Repairs++
 	c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry, c.RetryAt = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0, time.Time{}
+	t.clearRouteFailure(e)
 	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 }

@@ -129,6 +129,7 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 		probs = t.peerSettings(n, p, c)
 	}
 	n.GracefulRestartSeconds = uint32(restartSeconds(restart) / time.Second)
+	n.MaxPrefixes = t.s.Options.MaxPrefixes // docs/routes.md §9.9
 	if n.PeerASN != n.LocalASN && n.TTLMin == 0 {
 		n.EBGPMultihopTTL = 255
 	}

@@ -146,6 +146,7 @@ func (t *tx) sessionState(a state.SessionStateChanged) {
 		t.move(&x, evDown)
 	}
 	x.BGP = a.State
+	t.prefixLimit(k, a)
 	if a.State == "established" {
 		t.move(&x, evUp)
 		if x.MD5FailuresSeen {
@@ -157,6 +158,26 @@ func (t *tx) sessionState(a state.SessionStateChanged) {
 		x.Since = a.At
 	}
 	t.putSession(k, &x)
+}
+
+// prefixLimit: a session the speaker ended over the neighbor's prefix
+// limit is a problem naming the neighbor until it is established again
+// (docs/routes.md §9.9).
+func (t *tx) prefixLimit(k string, a state.SessionStateChanged) {
+	switch {
+	case a.State == "established":
+		if t.hasProblems("prefixlimit/", k) {
+			t.setProblems("prefixlimit/"+k, nil)
+		}
+	case a.Reason == state.PrefixLimitReason:
+		n, ok := t.s.Out.Neighbors.Get(k)
+		if !ok {
+			return
+		}
+		t.setProblems("prefixlimit/"+k, []state.Problem{{Object: n.Origin, Reason: fmt.Sprintf(
+			"neighbor %s sent more than %d routes of a family: session held down (raise maxPrefixes, or fix the peer)",
+			n.Address, n.MaxPrefixes)}})
+	}
 }
 
 // md5Failures marks the keyed neighbors that are not Established when the

@@ -196,6 +196,7 @@ func (t *tx) checkSettled() {
 		c.Held = nil
 		t.s.Routing.Seq++
 		c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry, c.RetryAt = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0, time.Time{}
+		t.clearRouteFailure(e)
 		t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 		return true
 	})
@@ -276,7 +277,7 @@ func (t *tx) tableRouteAppliedAt(k string, a state.TableRouteApplied) {
 	if a.Skipped {
 		c.Phase = state.RoutePhaseSkipped
 	}
-	t.clearRouteFailure(k)
+	t.clearRouteFailure(e)
 	if !c.Wanted() {
 		c.Phase = ""
 		if c.NotInstalled == "" {
@@ -314,7 +315,12 @@ func (t *tx) tableRouteFailed(a state.TableRouteApplyFailed) {
 	c.Attempts++
 	c.RetryAt = t.retryAt(state.RetryRoute, k, c.Attempts, a.At)
 	t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
-	t.setProblems(routeFailBucket(k), []state.Problem{{Object: routeObject(c.Prefix), Reason: a.Error}})
+	if old, cur := routeCause(e), routeCause(&c); old != cur {
+		if old != "" {
+			t.countRouteFailure(old, c.Prefix, -1)
+		}
+		t.countRouteFailure(cur, c.Prefix, +1)
+	}
 }
 
 // routeRetry: the backoff of the failed route k ran out; Diff makes the

@@ -131,7 +131,7 @@ func (t *tx) putRoute(k string, old, n *state.TableRoute) {
 	if !sameWant(old, n) {
 		t.s.Routing.Seq++
 		n.Gen, n.Attempts, n.LastError, n.Retry, n.RetryAt = t.s.Routing.Seq, 0, "", 0, time.Time{}
-		t.clearRouteFailure(k)
+		t.clearRouteFailure(old)
 		ready := t.ready
 		switch {
 		case n.Wanted() && ready && state.SameRoute(n.Held, n.Target()):
@@ -365,11 +365,59 @@ func (t *tx) hasProblems(bucket, key string) bool {
 	return ok
 }
 
-// clearRouteFailure ends the problem of a failed route call of key, if any.
-func (t *tx) clearRouteFailure(key string) {
-	if t.hasProblems("routefail/", key) {
-		t.setProblems(routeFailBucket(key), nil)
+// clearRouteFailure takes the route old (nil: none), whose call failed
+// last, out of the count of its cause.
+func (t *tx) clearRouteFailure(old *state.TableRoute) {
+	if c := routeCause(old); c != "" {
+		t.countRouteFailure(c, old.Prefix, -1)
 	}
 }
-func routeFailBucket(prefixKey string) string { return "routefail/" + prefixKey }
-func routeObject(p netip.Prefix) string       { return "route/" + p.String() }
+
+// routeCause is the cause of r's last failed call: its error with the
+// prefix taken out, so that 20,000 routes failing alike are one cause
+// (docs/routes.md §9.7 rule 3); "" when its last call did not fail.
+func routeCause(r *state.TableRoute) string {
+	if r == nil || r.LastError == "" {
+		return ""
+	}
+	return strings.ReplaceAll(r.LastError, r.Prefix.String(), "<prefix>")
+}
+
+// countRouteFailure adds d (+1 or -1) to the count of cause for the route
+// of p and makes the cause's one problem say the count.
+func (t *tx) countRouteFailure(cause string, p netip.Prefix, d int) {
+	out := &t.s.Out
+	if out.RouteFailures == nil {
+		out.RouteFailures = pmap.New[state.RouteFailure]()
+	}
+	f, _ := out.RouteFailures.Get(cause)
+	f.Count += d
+	switch {
+	case d > 0:
+		f.Last = p
+	case f.Last == p:
+		f.Last = netip.Prefix{}
+	}
+	if f.Count <= 0 {
+		out.RouteFailures = out.RouteFailures.Delete(cause)
+		t.setProblems(routeFailBucket(cause), nil)
+		return
+	}
+	out.RouteFailures = out.RouteFailures.Set(cause, f)
+	t.setProblems(routeFailBucket(cause), []state.Problem{routeFailProblem(cause, f)})
+}
+
+// routeFailProblem: one route is named with its error; more are counted,
+// with the last that failed as an example.
+func routeFailProblem(cause string, f state.RouteFailure) state.Problem {
+	if !f.Last.IsValid() {
+		return state.Problem{Object: "routes", Reason: fmt.Sprintf("%d routes failed: %s", f.Count, cause)}
+	}
+	text := strings.ReplaceAll(cause, "<prefix>", f.Last.String())
+	if f.Count == 1 {
+		return state.Problem{Object: routeObject(f.Last), Reason: text}
+	}
+	return state.Problem{Object: "routes", Reason: fmt.Sprintf("%d routes failed like %s: %s", f.Count, f.Last, text)}
+}
+func routeFailBucket(cause string) string { return "routefail/" + cause }
+func routeObject(p netip.Prefix) string   { return "route/" + p.String() }

@@ -30,6 +30,10 @@ type Neighbor struct {
 	Filters                 []string   `json:"filters"`
 	Policy                  Policy     `json:"policy"`
 	ReachableBy             netip.Addr `json:"reachableBy"`
+	// MaxPrefixes is the most routes the neighbor may send per address
+	// family (docs/routes.md §9.9): one more and the speaker ends the
+	// session with a Cease (maximum number of prefixes reached).
+	MaxPrefixes uint32 `json:"maxPrefixes"`
 	// Waiting, when set, holds the neighbor back: it is never configured
 	// until what it names arrives ("secret ns/name key k").
 	Waiting string `json:"waiting,omitempty"`
@@ -91,7 +95,7 @@ func (n *Neighbor) Equal(o *Neighbor) bool {
 		n.AllowOwnASN == o.AllowOwnASN &&
 		n.RouteReflectorClient == o.RouteReflectorClient &&
 		n.RouteReflectorClusterID == o.RouteReflectorClusterID &&
-		n.ReachableBy == o.ReachableBy && n.Waiting == o.Waiting &&
+		n.ReachableBy == o.ReachableBy && n.Waiting == o.Waiting && n.MaxPrefixes == o.MaxPrefixes &&
 		slices.Equal(n.Families, o.Families) && slices.Equal(n.Filters, o.Filters) &&
 		n.Policy.Equal(o.Policy) && refEqual(n.PasswordRef, o.PasswordRef)
 }

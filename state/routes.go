@@ -201,6 +201,14 @@ func (s State) RoutesReady() bool { return s.Routing.Listed && s.AllSynced() }
 
 // The defaults of the route options (docs/routes.md appendix C, C6).
 const (
-	DefaultMaxPaths       = 16
+	DefaultMaxPaths = 16
+	// DefaultMaxPrefixes is each neighbor's limit of routes learned per
+	// address family (docs/routes.md §9.9).
+	DefaultMaxPrefixes    = 20000
 	DefaultRouteSettleMax = 240 * time.Second
 )
+
+// PrefixLimitReason is the down reason of a session the speaker ended
+// because the neighbor sent more than MaxPrefixes routes of a family
+// (docs/routes.md §9.9).
+const PrefixLimitReason = "prefix limit reached: the neighbor sent more routes of a family than its maxPrefixes"

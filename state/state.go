@@ -51,6 +51,9 @@ type Options struct {
 	// (docs/routes.md §9.7 rule 6; --route-rescan, 30 s; zero: never, and
 	// never with --dataplane none).
 	RouteRescan Duration `json:"routeRescan,omitzero"`
+	// MaxPrefixes is every neighbor's limit of routes learned per address
+	// family (docs/routes.md §9.9; --max-prefixes, default 20,000).
+	MaxPrefixes uint32 `json:"maxPrefixes,omitempty"`
 }
 
 // Server is the embedded speaker's global config; zero before this node
@@ -143,6 +146,14 @@ type Inputs struct {
 	EndpointSlices *pmap.Map[*EndpointSlice]
 }
 
+// RouteFailure is one cause of failed route calls: how many routes have
+// it, and the last one that failed of it while it is still failing (zero
+// once that one is fine again).
+type RouteFailure struct {
+	Count int
+	Last  netip.Prefix
+}
+
 // Derived is what the reducer computes and Diff compares.
 type Derived struct {
 	Neighbors *pmap.Map[*Neighbor] // by AddrKey
@@ -161,6 +172,11 @@ type Derived struct {
 	// PrefixKey (docs/routes.md §10): every advertised path, and withdrawals
 	// not yet applied.
 	PathCalls *pmap.Map[*PathCall]
+	// RouteFailures counts the routes whose last call failed (LastError
+	// set), by cause: the error with the prefix taken out. Each cause is
+	// one problem with its count, not one per route (docs/routes.md §9.7
+	// rule 3).
+	RouteFailures *pmap.Map[RouteFailure]
 	// ServiceWatch: the Service and EndpointSlice watches should run (some
 	// service range is configured, docs/routes.md §8.4).
 	ServiceWatch bool
@@ -191,6 +207,9 @@ func New(node string, opts Options) State {
 	if opts.MaxPaths <= 0 {
 		opts.MaxPaths = DefaultMaxPaths
 	}
+	if opts.MaxPrefixes == 0 {
+		opts.MaxPrefixes = DefaultMaxPrefixes
+	}
 	if opts.RouteSettleMax.Duration <= 0 {
 		opts.RouteSettleMax = Duration{DefaultRouteSettleMax}
 	}
@@ -210,6 +229,7 @@ func New(node string, opts Options) State {
 			Problems: pmap.New[[]Problem](), Watches: pmap.New[struct{}](),
 			Advertised: pmap.New[*Path](), Sets: pmap.New[SetMember](),
 			Routes: pmap.New[*TableRoute](), PathCalls: pmap.New[*PathCall](),
+			RouteFailures: pmap.New[RouteFailure](),
 		},
 		Index: newIndex(),
 	}

@@ -110,7 +110,7 @@ func (s *timedSpeaker) takeLatencies() ([]time.Duration, time.Time) {
 // waitUntil polls cond every so often until it holds or timeout. The
 // times measured come from the timed speaker, not from the poll, so the
 // poll can be rare: on two cores a busy poller would slow the agent.
-func waitUntil(b *testing.B, what string, timeout, every time.Duration, cond func() bool) {
+func waitUntil(b testing.TB, what string, timeout, every time.Duration, cond func() bool) {
 	b.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -249,7 +249,7 @@ func heapAlloc() uint64 {
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }
 
 // freePort is a TCP port free on 127.0.0.1 right now.
-func freePort(b *testing.B) int32 {
+func freePort(b testing.TB) int32 {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -258,7 +258,7 @@ func freePort(b *testing.B) int32 {
 	return int32(ln.Addr().(*net.TCPAddr).Port)
 }
 
-func must(b *testing.B, err error) {
+func must(b testing.TB, err error) {
 	b.Helper()
 	if err != nil {
 		b.Fatal(err)

@@ -61,11 +61,26 @@ func BenchmarkScrape(b *testing.B) {
 
 // learnedAgent is the agent of BenchmarkScrape once its State has n
 // learned prefixes.
-func learnedAgent(b *testing.B, n int) (*agent.Loop, func()) {
+func learnedAgent(b testing.TB, n int) (*agent.Loop, func()) {
+	l, stop := startLearnedAgent(b, n, uint32(n))
+	t0 := time.Now()
+	waitUntil(b, fmt.Sprintf("%d learned prefixes", n), 10*time.Minute, 100*time.Millisecond, func() bool {
+		return l.State().Inputs.Learned.Len() == n
+	})
+	if testing.Verbose() {
+		b.Logf("%d prefixes learned in %s", n, time.Since(t0).Round(time.Millisecond))
+	}
+	return l, stop
+}
+
+// startLearnedAgent is learnedAgent's agent, with a prefix limit of its
+// own, before the routes arrive.
+func startLearnedAgent(b testing.TB, n int, limit uint32) (*agent.Loop, func()) {
 	log, _ := quietLog()
 	agentPort, peerPort := freePort(b), freePort(b)
 	exec := gobgp.New(gobgp.Options{ListenAddresses: []string{"127.0.0.1"}, Logger: log, GoBGPLevel: slog.LevelError})
-	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: exec,
+	// The prefix limit (docs/routes.md §9.9) raised to what the peer sends.
+	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{MaxPrefixes: limit}), Speaker: exec,
 		Dataplane: vpp.Disabled(log), Log: log, Journal: 1000})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 3)
@@ -91,19 +106,12 @@ func learnedAgent(b *testing.B, n int) (*agent.Loop, func()) {
 	} {
 		l.Dispatch(a)
 	}
-	t0 := time.Now()
-	waitUntil(b, fmt.Sprintf("%d learned prefixes", n), 10*time.Minute, 100*time.Millisecond, func() bool {
-		return l.State().Inputs.Learned.Len() == n
-	})
-	if testing.Verbose() {
-		b.Logf("%d prefixes learned in %s", n, time.Since(t0).Round(time.Millisecond))
-	}
 	return l, stop
 }
 
 // routePeer is a GoBGP speaker on 127.0.0.2:port (AS 65001) peering with
 // the agent on 127.0.0.1:agentPort and originating n /32s.
-func routePeer(b *testing.B, port, agentPort int32, n int) *server.BgpServer {
+func routePeer(b testing.TB, port, agentPort int32, n int) *server.BgpServer {
 	ctx := context.Background()
 	bgpSrv := floorServer()
 	must(b, bgpSrv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{Asn: 65001, RouterId: "127.0.0.2",

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/peeragent/peeragent/internal/loglimit"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -20,11 +21,15 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, *slog.LevelVar,
 	v := new(slog.LevelVar)
 	v.Set(l)
 	opts := &slog.HandlerOptions{Level: v}
+	// Warnings and errors are deduplicated per key with a rate limit
+	// (internal/loglimit): a cause repeated for every route or every
+	// retry (a BGP port another process holds) is a few lines a minute.
+	limited := func(h slog.Handler) *slog.Logger { return slog.New(loglimit.New(h, loglimit.Options{})) }
 	switch format {
 	case "text", "":
-		return slog.New(slog.NewTextHandler(w, opts)), v, nil
+		return limited(slog.NewTextHandler(w, opts)), v, nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), v, nil
+		return limited(slog.NewJSONHandler(w, opts)), v, nil
 	}
 	return nil, nil, fmt.Errorf("--log-format %q: want text or json", format)
 }

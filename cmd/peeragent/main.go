@@ -114,6 +114,15 @@ func optionFlags(fs *flag.FlagSet) func() state.Options {
 		maxPaths = n
 		return nil
 	})
+	maxPrefixes := uint32(state.DefaultMaxPrefixes)
+	fs.Func("max-prefixes", fmt.Sprintf("most routes each neighbor may send per address family; one more and the session is held down with a problem (default %d; docs/routes.md §9.9)", maxPrefixes), func(v string) error {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n < 1 {
+			return fmt.Errorf("want a positive number of routes")
+		}
+		maxPrefixes = uint32(n)
+		return nil
+	})
 	fs.Func("route-settle-max", fmt.Sprintf("longest wait after a speaker start before routes held from an earlier run are swept (default %s; docs/routes.md §9.6)", settle), func(v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -124,7 +133,7 @@ func optionFlags(fs *flag.FlagSet) func() state.Options {
 	})
 	return func() state.Options {
 		return state.Options{Namespace: *namespace, TTLExactHop: *exact, ExtraFamilies: families,
-			MaxPaths: maxPaths, RouteSettleMax: state.Duration{Duration: settle}}
+			MaxPaths: maxPaths, RouteSettleMax: state.Duration{Duration: settle}, MaxPrefixes: maxPrefixes}
 	}
 }
 

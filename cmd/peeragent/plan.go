@@ -80,6 +80,7 @@ type PlanNeighbor struct {
 	Families                []string `json:"families"`
 	Filters                 []string `json:"filters"`
 	ReachableBy             string   `json:"reachableBy"`
+	MaxPrefixes             uint32   `json:"maxPrefixes"`
 }
 
 // MakePlan computes, without applying anything, what a fresh agent on
@@ -177,7 +178,7 @@ func planNeighbor(n *state.Neighbor) PlanNeighbor {
 		GracefulRestartSeconds: n.GracefulRestartSeconds, KeepaliveSeconds: n.KeepaliveSeconds, AllowOwnASN: n.AllowOwnASN,
 		RouteReflectorClient: n.RouteReflectorClient, RouteReflectorClusterID: n.RouteReflectorClusterID,
 		Families: append([]string{}, n.Families...), Filters: append([]string{}, n.Filters...),
-		ReachableBy: addrText(n.ReachableBy)}
+		ReachableBy: addrText(n.ReachableBy), MaxPrefixes: n.MaxPrefixes}
 }
 
 func addrText(a netip.Addr) string {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -207,7 +206,42 @@ func compareKeys(x, y pathKey) int {
 // WithdrawPathList, from GetMultiBestPathDiff, which locRIBPathsForBMP
 // prefers). The reducer replaces each listed prefix's set, so the watch
 // applies each event to its copy and reports the whole resulting sets.
-type bestSets map[netip.Prefix]map[pathKey]state.LearnedPath
+//
+// A set is a slice sorted by key, not a map: a set holds one path, or a
+// few (at most the ECMP paths), and a Go map of one entry cost about
+// 950 bytes per learned prefix (BenchmarkLearnedHeap, docs/routes.md §9.9).
+type bestSets map[netip.Prefix][]keyedPath
+
+// keyedPath is one path of a set under its key.
+type keyedPath struct {
+	k pathKey
+	p state.LearnedPath
+}
+
+// put sets the path of key k in the set of pfx.
+func (s bestSets) put(pfx netip.Prefix, k pathKey, lp state.LearnedPath) {
+	set := s[pfx]
+	i, found := slices.BinarySearchFunc(set, k, func(e keyedPath, k pathKey) int { return compareKeys(e.k, k) })
+	if found {
+		set[i].p = lp
+		return
+	}
+	s[pfx] = slices.Insert(set, i, keyedPath{k: k, p: lp})
+}
+
+// drop removes the path of key k from the set of pfx, and the set once empty.
+func (s bestSets) drop(pfx netip.Prefix, k pathKey) {
+	set := s[pfx]
+	i, found := slices.BinarySearchFunc(set, k, func(e keyedPath, k pathKey) int { return compareKeys(e.k, k) })
+	if !found {
+		return
+	}
+	if set = slices.Delete(set, i, i+1); len(set) == 0 {
+		delete(s, pfx)
+	} else {
+		s[pfx] = set
+	}
+}
 
 // apply takes one best-path event into the sets and returns each prefix
 // it touched with that prefix's whole set, prefixes in order. A prefix
@@ -229,24 +263,18 @@ func (s bestSets) apply(paths []*apiutil.Path) state.BestPathsChanged {
 		lp, k := learnedPath(p), keyOf(p)
 		if lp.Withdrawn {
 			withdrawn[pfx] = append(withdrawn[pfx], lp)
-			delete(s[pfx], k)
-			if len(s[pfx]) == 0 {
-				delete(s, pfx)
-			}
+			s.drop(pfx, k)
 			continue
 		}
-		if s[pfx] == nil {
-			s[pfx] = map[pathKey]state.LearnedPath{}
-		}
-		s[pfx][k] = lp
+		s.put(pfx, k, lp)
 	}
 	var a state.BestPathsChanged
 	for _, pfx := range touched {
 		bp := state.BestPaths{Prefix: pfx}
 		if set := s[pfx]; len(set) > 0 {
-			keys := slices.SortedFunc(maps.Keys(set), compareKeys)
-			for _, k := range keys {
-				bp.Paths = append(bp.Paths, set[k])
+			bp.Paths = make([]state.LearnedPath, len(set))
+			for i, e := range set {
+				bp.Paths[i] = e.p
 			}
 		} else {
 			bp.Paths = withdrawn[pfx]

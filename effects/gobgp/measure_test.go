@@ -57,6 +57,10 @@ func resetCases() []resetCase {
 			func(p *api.Peer) bool { return p.TtlSecurity.TtlMin == 250 }},
 		{"ebgpMultihopTTL", "ebgpMultihopTTL", none, func(n *state.Neighbor) { n.EBGPMultihopTTL = 64 }, false,
 			func(p *api.Peer) bool { return p.EbgpMultihop.MultihopTtl == 64 }},
+		{"maxPrefixes", "maxPrefixes", none, func(n *state.Neighbor) { n.MaxPrefixes = 777 }, false,
+			func(p *api.Peer) bool {
+				return len(p.AfiSafis) > 0 && p.AfiSafis[0].GetPrefixLimits().GetMaxPrefixes() == 777
+			}},
 		{"ttlSecurity on (ttlMin + ebgpMultihopTTL)", "", none, ttlSecurity, false,
 			func(p *api.Peer) bool { return p.TtlSecurity.Enabled && !p.EbgpMultihop.Enabled }},
 		{"routeReflectorClient", "routeReflectorClient", none, rrClient, false,

@@ -31,7 +31,7 @@ const idleHoldSeconds = 1
 // peerFor maps a neighbor to GoBGP's api.Peer (docs/semantics.md §3). It is the
 // only place a password is revealed.
 func peerFor(n *state.Neighbor) (*api.Peer, error) {
-	fams, err := afiSafis(n.Families, n.GracefulRestartSeconds > 0)
+	fams, err := afiSafis(n.Families, n.GracefulRestartSeconds > 0, n.MaxPrefixes)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,14 @@ func gracefulRestart(secs uint32) *api.GracefulRestart {
 // afiSafis enables each named family. The unicast ones carry the
 // multiprotocol graceful-restart flag (as Calico/VPP's agent does); the
 // extra families (VPN, SR policy) do not.
-func afiSafis(names []string, gr bool) ([]*api.AfiSafi, error) {
+//
+// Each carries the neighbor's prefix limit (docs/routes.md §9.9): GoBGP
+// v4.8.0 counts the family's Adj-RIB-In after each UPDATE
+// (pkg/server/peer.go isPrefixLimit) and, over the limit, sends a Cease
+// with subcode "maximum number of prefixes reached" and sets the peer
+// administratively down (server.go setAdminState adminStatePfxCt), where
+// it stays: its PrefixLimit RestartTimer is never read.
+func afiSafis(names []string, gr bool, maxPrefixes uint32) ([]*api.AfiSafi, error) {
 	out := make([]*api.AfiSafi, 0, len(names))
 	for _, name := range names {
 		fam, err := family(name)
@@ -103,6 +110,9 @@ func afiSafis(names []string, gr bool) ([]*api.AfiSafi, error) {
 			return nil, err
 		}
 		a := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: fam, Enabled: true}}
+		if maxPrefixes > 0 {
+			a.PrefixLimits = &api.PrefixLimit{Family: fam, MaxPrefixes: maxPrefixes}
+		}
 		if gr && fam.Safi == api.Family_SAFI_UNICAST {
 			a.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
 		}

@@ -93,6 +93,14 @@ func TestPeerFor(t *testing.T) {
 				{Config: &api.AfiSafiConfig{Family: &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_MPLS_VPN}, Enabled: true}},
 			}
 		}},
+		{"prefix-limit-on-every-family", func(n *state.Neighbor) {
+			n.MaxPrefixes, n.Families = 500, []string{"ipv4-unicast", "ipv4-srpolicy"}
+		}, func(p *api.Peer) {
+			sr := &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_SR_POLICY}
+			p.AfiSafis[0].PrefixLimits = &api.PrefixLimit{Family: v4Unicast, MaxPrefixes: 500}
+			p.AfiSafis = append(p.AfiSafis, &api.AfiSafi{Config: &api.AfiSafiConfig{Family: sr, Enabled: true},
+				PrefixLimits: &api.PrefixLimit{Family: sr, MaxPrefixes: 500}})
+		}},
 		{"sr-policy-family", func(n *state.Neighbor) { n.Families = []string{"ipv4-unicast", "ipv4-srpolicy"} },
 			func(p *api.Peer) {
 				p.AfiSafis = append(p.AfiSafis, &api.AfiSafi{Config: &api.AfiSafiConfig{

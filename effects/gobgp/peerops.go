@@ -137,8 +137,23 @@ func (e *Executor) updateInPlace(ctx context.Context, addr netip.Addr, p *api.Pe
 	case err == nil:
 		e.peers[addr] = reflectorOf(p)
 		e.applied[addr] = p
+		return e.releaseLimited(ctx, addr)
 	}
 	return err
+}
+
+// releaseLimited lets a neighbor the speaker held down over its prefix
+// limit connect again once its config changed (a new limit: GoBGP v4.8.0
+// leaves such a peer administratively down for good, docs/routes.md §9.9).
+func (e *Executor) releaseLimited(ctx context.Context, addr netip.Addr) error {
+	held := false
+	err := e.bgp.ListPeer(ctx, &api.ListPeerRequest{Address: addr.String()}, func(p *api.Peer) {
+		held = p.GetState().GetAdminState() == api.PeerState_ADMIN_STATE_PFX_CT
+	})
+	if err != nil || !held {
+		return ignoreAbsent(err)
+	}
+	return e.bgp.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr.String()})
 }
 
 // deletePeer removes a neighbor; an absent one is success. What it needs

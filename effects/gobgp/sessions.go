@@ -181,6 +181,10 @@ func (e *Executor) sessionAction(ev *apiutil.WatchEventMessage_PeerEvent, last m
 			go e.recreate(addr) // docs/routes.md §9.5 rule 3
 		}
 		a.Reason = e.reasons.take(addr)
+		if ev.Peer.State.AdminState == api.PeerState_ADMIN_STATE_PFX_CT {
+			// GoBGP says only "graceful-restart" or "notification-sent".
+			a.Reason = state.PrefixLimitReason
+		}
 		if a.Reason == "" {
 			a.Reason = ev.Peer.State.DisconnectMessage
 		}

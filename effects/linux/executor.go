@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/loglimit"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -89,7 +90,11 @@ func New(h *netlink.Handle, o Options) *Executor {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Executor{h: h, protocol: netlink.RouteProtocol(o.Protocol), metric: o.Metric, log: o.Logger,
+	// A failure repeated for every route (a next hop not on-link for
+	// 20,000 of them) is a few lines a minute, not two per route per retry
+	// (docs/routes.md §9.7 rule 3).
+	log := slog.New(loglimit.New(o.Logger.Handler(), loglimit.Options{}))
+	return &Executor{h: h, protocol: netlink.RouteProtocol(o.Protocol), metric: o.Metric, log: log,
 		owned: map[ownKey]struct{}{}}
 }
 

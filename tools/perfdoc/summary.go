@@ -16,7 +16,7 @@ func summary(r results) string {
 		return math.NaN()
 	}
 	var b strings.Builder
-	for _, p := range []string{convergenceText(g), churnText(g), coreText(g), learnedText(g), scrapeText(g), memoryText(g), limitsText(g)} {
+	for _, p := range []string{convergenceText(g), churnText(g), coreText(g), learnedText(g), routeHeapText(g), scrapeText(g), memoryText(g), limitsText(g)} {
 		if p != "" {
 			b.WriteString(p + "\n\n")
 		}
@@ -224,6 +224,19 @@ func secs(v float64) string {
 		return fmt.Sprintf("%.2f s", v)
 	}
 	return fmt.Sprintf("%.0f s", v)
+}
+
+// routeHeapText is the live heap a learned route costs, the agent's and
+// the speaker's shares apart (the DaemonSet's memory formula).
+func routeHeapText(g getter) string {
+	agentB, speakerB, total := g(routeHeap, "agent-B/route"), g(routeHeap, "speaker-B/route"), g(routeHeap, "total-B/route")
+	if !ok(agentB, speakerB, total) {
+		return ""
+	}
+	return fmt.Sprintf("**Heap per learned route.** With 100,000 /32s learned from one GoBGP peer, each costs "+
+		"%s B of live heap in all: %s B in the agent's State and %s B in the speaker (GoBGP's Adj-RIB-In and "+
+		"RIB, and the executor's copy of the equal-best sets); the README's memory formula uses it, and "+
+		"--max-prefixes bounds it per neighbor (docs/routes.md §9.9).", count(total), count(agentB), count(speakerB))
 }
 
 // scrapeText is the cost of one /metrics scrape with 100,000 learned

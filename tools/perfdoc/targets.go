@@ -18,6 +18,7 @@ const (
 	learnedMax = learned + "100000"
 	bestPath   = "BenchmarkBestPathChange"
 	scrape     = "BenchmarkScrape/routes=100000"
+	routeHeap  = "BenchmarkLearnedHeap/routes=100000"
 )
 
 // target is one performance goal of the agent and how to read it from the
@@ -55,6 +56,7 @@ var targets = []target{
 	{"a best-path change reaches the dataplane call with p99 under 5 ms while 10,000 prefixes are installed", bestPath, "p99-ms", below(5), ms},
 	{"at most 4 KiB of agent heap per neighbor", memState, "B/neighbor", atMost(4096), func(v float64) string { return count(v) + " B" }},
 	{"at most 512 B of agent heap per learned route", learnedMax, "heap-B/route", atMost(512), func(v float64) string { return count(v) + " B" }},
+	{"at most 2 KiB of heap per learned route, agent and speaker", routeHeap, "total-B/route", atMost(2048), func(v float64) string { return count(v) + " B" }},
 	{"a /metrics scrape at 100,000 learned routes within 10 ms", scrape, "ns/op", atMost(10e6), func(v float64) string { return ms(v / 1e6) }},
 	{fmt.Sprintf("heap flat over a 100,000-event churn (the second 50,000 grow it at most %d%%)", flatGrowth),
 		memChurn, "late-growth-%", atMost(flatGrowth), format("%+.1f%%")},

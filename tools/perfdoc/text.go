@@ -84,6 +84,12 @@ once the State has them all, GET /metrics through the metrics handler, 20 times.
 wall time of one; *cpu-ms/scrape* the process's CPU time over them, per scrape (the speaker's
 goroutines included).
 
+**Heap per learned route** (cmd/peeragent BenchmarkLearnedHeap; docs/routes.md §9.9): the agent
+of BenchmarkScrape learns 100,000 /32s; the live heap it gained, less the peer's own (measured
+alone), per route is *total-B/route*; *agent-B/route* is the State's share (the Reduce of the
+same best paths, measured alone), *speaker-B/route* the rest (GoBGP's Adj-RIB-In and RIB, the
+executor's best-set copy); *peer-B/route* is the test peer's, not the agent's.
+
 **Reducer** benchmarks are the core's own (Reduce and Diff of one change, and from scratch), up
 to 10,000 peers; the 100,000-peer size takes minutes and is left to a manual run.
 
