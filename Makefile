@@ -5,8 +5,9 @@ export GOFLAGS ?= -mod=mod
 .PHONY: test check deps apiserver vet fmt-check tidy-check bench floor fuzz golden-update build image demo
 
 ## VERSION: the agent's version, linked into the binary (peeragent version) and the image's
-## tag: the nearest v* tag (git describe), else the commit; override: make image VERSION=v0.1.0
-VERSION ?= $(shell git describe --tags --match 'v*' --always --dirty 2>/dev/null || echo devel)
+## tag: the VERSION file, the one place it is set (deploy/base/daemonset.yaml names the same
+## tag; go test ./deploy fails when they differ); override: make image VERSION=v0.1.1-rc.1
+VERSION ?= $(shell cat $(CURDIR)/VERSION)
 VERSION_LDFLAGS = -X github.com/peeragent/peeragent/internal/buildinfo.version=$(VERSION)
 IMAGE ?= ghcr.io/peeragent/peeragent
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
