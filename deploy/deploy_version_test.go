@@ -18,7 +18,7 @@ func TestImageTagIsVERSION(t *testing.T) {
 		t.Fatal(err)
 	}
 	version := strings.TrimSpace(string(data))
-	if !versionedImage.MatchString("ghcr.io/peeragent/peeragent:" + version) || strings.Count(string(data), "\n") != 1 {
+	if !versionedImage.MatchString("ghcr.io/peeragent/peeragent:"+version) || strings.Count(string(data), "\n") != 1 {
 		t.Fatalf("VERSION %q: want one line vMAJOR.MINOR.PATCH[-PRE]", data)
 	}
 	ds := only[*appsv1.DaemonSet](t, loadManifests(t))
