@@ -5,11 +5,14 @@ export GOFLAGS ?= -mod=mod
 .PHONY: test check deps apiserver vet fmt-check tidy-check bench floor fuzz golden-update build image demo
 
 ## VERSION: the agent's version, linked into the binary (peeragent version) and the image's
-## tag: the nearest v* tag (git describe), else the commit; override: make image VERSION=v0.1.0
-VERSION ?= $(shell git describe --tags --match 'v*' --always --dirty 2>/dev/null || echo devel)
+## tag: the VERSION file, the one place it is set (deploy/base/daemonset.yaml names the same
+## tag; go test ./deploy fails when they differ); override: make image VERSION=v0.1.1-rc.1
+VERSION ?= $(shell cat $(CURDIR)/VERSION)
 VERSION_LDFLAGS = -X github.com/peeragent/peeragent/internal/buildinfo.version=$(VERSION)
 IMAGE ?= ghcr.io/peeragent/peeragent
-IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+## IMAGE_ARCHES: the index's architectures, comma-separated; the first is the one Docker's
+## manifest.json names (docker load with the classic image store)
+IMAGE_ARCHES ?= amd64,arm64
 
 ## test: what CI runs: formatting, vet, and every test with the race detector (also the
 ## image builder's, a module of its own in tools/image, whose test builds and runs the image)
@@ -54,12 +57,15 @@ apiserver:
 build:
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o peeragent ./cmd/peeragent
 
-## image: the agent's image, peeragent-$(VERSION)-$(IMAGE_ARCH).tar, tagged $(IMAGE):$(VERSION):
-## a static binary (CGO_ENABLED=0, -trimpath) on an empty base, built without a container
-## daemon (tools/image); load it with docker load -i, ctr image import or podman load
+## image: the agent's image for $(IMAGE_ARCHES), one OCI index tagged $(IMAGE):$(VERSION), as
+## peeragent-$(VERSION).oci.tar (an OCI image layout with Docker's manifest.json), and its SBOM,
+## peeragent-$(VERSION).spdx.json (SPDX 2.3: the Go modules linked in); static binaries
+## (CGO_ENABLED=0, -trimpath) on an empty base, built without a container daemon
+## (tools/image); load it with ctr image import, podman load or docker load -i
 image:
 	$(GO) -C tools/image run . -repo $(CURDIR) -version $(VERSION) -image $(IMAGE) \
-	  -arch $(IMAGE_ARCH) -o $(CURDIR)/peeragent-$(VERSION)-$(IMAGE_ARCH).tar
+	  -arch $(IMAGE_ARCHES) -o $(CURDIR)/peeragent-$(VERSION).oci.tar \
+	  -sbom $(CURDIR)/peeragent-$(VERSION).spdx.json
 
 ## demo: two agents from examples/lab on 127.0.0.1 and 127.0.0.2 until Established
 demo:

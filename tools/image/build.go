@@ -4,13 +4,17 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"debug/buildinfo"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -45,15 +49,26 @@ var (
 )
 
 type options struct {
-	repo, version, image, arch, out, binary, goCmd string
+	repo, version, image, out, sbom, binDir, goCmd string
+	// arches are the GOARCHes of the index's images, in its order; the
+	// first is the image manifest.json names.
+	arches []string
 }
 
 type result struct {
-	ref      name.Tag
-	manifest v1.Hash
+	ref name.Tag
+	// index is the digest of the image index (what a registry's tag
+	// names); manifests are the images', in the order of options.arches.
+	index        v1.Hash
+	manifests    []v1.Hash
+	sbomPackages int
 }
 
-// build compiles the agent, makes its image and writes the tarball.
+// archPattern is a GOARCH: lower-case letters and digits.
+var archPattern = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
+// build compiles the agent for each architecture, makes their images and
+// the index, and writes the tarball and the SBOM.
 func build(ctx context.Context, o options) (result, error) {
 	ref, err := name.NewTag(o.image+":"+o.version, name.StrictValidation)
 	if err == nil && !tagPattern.MatchString(o.version) {
@@ -62,46 +77,81 @@ func build(ctx context.Context, o options) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("version %q is not an image tag: %w", o.version, err)
 	}
-	bin := o.binary
-	if bin == "" {
+	if len(o.arches) == 0 {
+		return result{}, fmt.Errorf("no architecture")
+	}
+	for i, a := range o.arches {
+		if !archPattern.MatchString(a) || slices.Contains(o.arches[:i], a) {
+			return result{}, fmt.Errorf("architectures %q: want distinct GOARCHes", o.arches)
+		}
+	}
+	binDir := o.binDir
+	if binDir == "" {
 		dir, err := os.MkdirTemp("", "peeragent-image-")
 		if err != nil {
 			return result{}, err
 		}
 		defer os.RemoveAll(dir)
-		bin = filepath.Join(dir, "peeragent")
+		binDir = dir
 	}
-	if bin, err = filepath.Abs(bin); err != nil {
+	if binDir, err = filepath.Abs(binDir); err != nil {
 		return result{}, err
 	}
-	if err := compile(ctx, o, bin); err != nil {
-		return result{}, err
+	res := result{ref: ref}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	var images []v1.Image
+	var bins []string
+	for _, arch := range o.arches {
+		bin := filepath.Join(binDir, "peeragent-linux-"+arch)
+		if err := compile(ctx, o, arch, bin); err != nil {
+			return result{}, err
+		}
+		img, err := makeImage(o, arch, bin)
+		if err != nil {
+			return result{}, err
+		}
+		digest, err := img.Digest()
+		if err != nil {
+			return result{}, err
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform: &v1.Platform{OS: "linux", Architecture: arch},
+		}})
+		images, bins = append(images, img), append(bins, bin)
+		res.manifests = append(res.manifests, digest)
 	}
-	img, err := makeImage(o, bin)
-	if err != nil {
-		return result{}, err
-	}
-	digest, err := img.Digest()
-	if err != nil {
+	if res.index, err = idx.Digest(); err != nil {
 		return result{}, err
 	}
 	f, err := os.Create(o.out)
 	if err != nil {
 		return result{}, err
 	}
-	if err := writeTarball(f, ref, img); err != nil {
+	if err := writeTarball(f, ref, idx, images); err != nil {
 		f.Close()
 		return result{}, fmt.Errorf("write %s: %w", o.out, err)
 	}
-	return result{ref: ref, manifest: digest}, f.Close()
+	if err := f.Close(); err != nil {
+		return result{}, err
+	}
+	doc, err := sbom(o.version, ref, res.index, o.arches, bins)
+	if err != nil {
+		return result{}, err
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return result{}, err
+	}
+	res.sbomPackages = len(doc.Packages)
+	return res, os.WriteFile(o.sbom, append(data, '\n'), 0o644)
 }
 
-// compile builds a static agent binary for linux/o.arch at bin.
-func compile(ctx context.Context, o options, bin string) error {
+// compile builds a static agent binary for linux/arch at bin.
+func compile(ctx context.Context, o options, arch, bin string) error {
 	cmd := exec.CommandContext(ctx, o.goCmd, "build", "-trimpath",
 		"-ldflags", "-s -w -X "+versionVar+"="+o.version, "-o", bin, "./cmd/peeragent")
 	cmd.Dir = o.repo
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+o.arch)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go build ./cmd/peeragent in %s: %w", o.repo, err)
@@ -113,7 +163,7 @@ func compile(ctx context.Context, o options, bin string) error {
 // Everything but the binary is fixed, so the same binary gives the same
 // image digest: the creation time is the binary's VCS commit time (the
 // Unix epoch without one).
-func makeImage(o options, bin string) (v1.Image, error) {
+func makeImage(o options, arch, bin string) (v1.Image, error) {
 	created, revision := vcsStamp(bin)
 	layerTar, err := layerContents(o.repo, bin, created)
 	if err != nil {
@@ -138,7 +188,7 @@ func makeImage(o options, bin string) (v1.Image, error) {
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture, cfg.Created = "linux", o.arch, v1.Time{Time: created}
+	cfg.OS, cfg.Architecture, cfg.Created = "linux", arch, v1.Time{Time: created}
 	cfg.Config.Entrypoint, cfg.Config.Cmd = entrypoint, defaultCmd
 	cfg.Config.User, cfg.Config.Env, cfg.Config.WorkingDir = imageUser, imageEnv, "/"
 	cfg.Config.Labels = map[string]string{
@@ -210,4 +260,14 @@ func layerContents(repo, bin string, mtime time.Time) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// fileSHA256 is the hex sha256 of the file at path ("" if unreadable).
+func fileSHA256(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
 }

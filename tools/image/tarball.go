@@ -20,45 +20,35 @@ type dockerManifest struct {
 	Layers   []string
 }
 
-// writeTarball writes img as an OCI image layout tarball holding one image
-// named ref (index.json annotations for containerd and the OCI ref name),
-// with Docker's manifest.json beside it.
-func writeTarball(w io.Writer, ref name.Tag, img v1.Image) error {
-	manifest, err := img.RawManifest()
+// writeTarball writes idx, whose manifests are images, as an OCI image
+// layout tarball: index.json names the image index ref (the annotations
+// containerd and OCI tools read), blobs/sha256/ holds the index, every
+// image's manifest, config and layers; Docker's manifest.json, beside
+// them, names the first image, for docker load with the classic store.
+func writeTarball(w io.Writer, ref name.Tag, idx v1.ImageIndex, images []v1.Image) error {
+	rawIndex, err := idx.RawManifest()
 	if err != nil {
 		return err
 	}
-	digest, err := img.Digest()
-	if err != nil {
-		return err
-	}
-	mt, err := img.MediaType()
-	if err != nil {
-		return err
-	}
-	config, err := img.RawConfigFile()
-	if err != nil {
-		return err
-	}
-	configName, err := img.ConfigName()
-	if err != nil {
-		return err
-	}
-	layers, err := img.Layers()
+	indexDigest, err := idx.Digest()
 	if err != nil {
 		return err
 	}
 	index := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{{
-		MediaType: mt, Digest: digest, Size: int64(len(manifest)),
+		MediaType: types.OCIImageIndex, Digest: indexDigest, Size: int64(len(rawIndex)),
 		Annotations: map[string]string{
 			"io.containerd.image.name":          ref.Name(),
 			"org.opencontainers.image.ref.name": ref.TagStr(),
 		},
 	}}}
-	docker := []dockerManifest{{Config: blobPath(configName), RepoTags: []string{ref.Name()}}}
 
 	tw := tar.NewWriter(w)
+	written := map[string]bool{}
 	put := func(name string, data []byte) error {
+		if written[name] {
+			return nil
+		}
+		written[name] = true
 		h := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: time.Unix(0, 0), Format: tar.FormatPAX, Typeflag: tar.TypeReg}
 		if err := tw.WriteHeader(h); err != nil {
 			return err
@@ -71,20 +61,53 @@ func writeTarball(w io.Writer, ref name.Tag, img v1.Image) error {
 			return err
 		}
 	}
-	if err := put(blobPath(configName), config); err != nil {
-		return err
-	}
-	for _, l := range layers {
-		d, err := l.Digest()
+	var docker []dockerManifest
+	for i, img := range images {
+		manifest, err := img.RawManifest()
 		if err != nil {
 			return err
 		}
-		if err := putLayer(tw, blobPath(d), l); err != nil {
+		digest, err := img.Digest()
+		if err != nil {
 			return err
 		}
-		docker[0].Layers = append(docker[0].Layers, blobPath(d))
+		config, err := img.RawConfigFile()
+		if err != nil {
+			return err
+		}
+		configName, err := img.ConfigName()
+		if err != nil {
+			return err
+		}
+		layers, err := img.Layers()
+		if err != nil {
+			return err
+		}
+		if err := put(blobPath(configName), config); err != nil {
+			return err
+		}
+		d := dockerManifest{Config: blobPath(configName), RepoTags: []string{ref.Name()}}
+		for _, l := range layers {
+			ld, err := l.Digest()
+			if err != nil {
+				return err
+			}
+			if !written[blobPath(ld)] {
+				written[blobPath(ld)] = true
+				if err := putLayer(tw, blobPath(ld), l); err != nil {
+					return err
+				}
+			}
+			d.Layers = append(d.Layers, blobPath(ld))
+		}
+		if err := put(blobPath(digest), manifest); err != nil {
+			return err
+		}
+		if i == 0 {
+			docker = append(docker, d)
+		}
 	}
-	if err := put(blobPath(digest), manifest); err != nil {
+	if err := put(blobPath(indexDigest), rawIndex); err != nil {
 		return err
 	}
 	for _, f := range []struct {
