@@ -53,7 +53,7 @@ func TestClusterServiceAdvertised(t *testing.T) {
 		e.putCalico(group, "BGPConfiguration", "default", map[string]any{"listenPort": port, "nodeToNodeMeshEnabled": false,
 			"serviceLoadBalancerIPs": []any{map[string]any{"cidr": "192.0.2.0/24"}}})
 	}, func(s state.State) bool { return s.Synced[state.KindService] && s.Synced[state.KindEndpointSlice] })
-	clusterExpect(t, "the range configured", effs, "add-path")
+	clusterExpect(t, "the range configured", effs, "set-add", "add-path") // the -svc- set: learned routes in the range are re-exported (docs/routes.md §8.3 rule 8)
 	a.waitRIB("the range advertised", []string{"192.0.2.0/24"})
 	for _, r := range clusterSvcResources {
 		if rt.count(r) == 0 || rt.open(r) == 0 {
