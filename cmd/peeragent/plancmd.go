@@ -81,21 +81,10 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 // (found or not), and returns the actions it dispatched, in order. The
 // plan is then computed from them as a fresh agent would.
 func listCluster(ctx context.Context, f *runFlags, log *slog.Logger) ([]state.Action, error) {
-	src, err := newKube(f, log)
-	if err != nil {
-		return nil, err
-	}
-	c := &collector{signal: make(chan struct{}, 1)}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- src.Run(runCtx, c.dispatch) }()
-	defer func() { stop(); <-done }()
 	requested, requestedServices := map[string]bool{}, false
-	for {
-		acts, synced, seen := c.snapshot()
-		if synced {
-			s := state.New(f.node, f.opts())
-			s = reduceAll(s, acts)
+	return collectCluster(ctx, f, log, "every kind listed and every referenced Secret read",
+		func(src source, acts []state.Action, seen map[string]bool) bool {
+			s := reduceAll(state.New(f.node, f.opts()), acts)
 			missing := false
 			s.Out.Watches.Range(func(name string, _ struct{}) bool {
 				if !requested[name] {
@@ -114,9 +103,28 @@ func listCluster(ctx context.Context, f *runFlags, log *slog.Logger) ([]state.Ac
 				}
 				missing = true
 			}
-			if !missing {
-				return acts, nil
-			}
+			return !missing
+		})
+}
+
+// collectCluster runs the agent's own cluster source, and once every kind
+// has listed, asks enough (given the source, the actions so far and the
+// Secrets seen) whether to stop; it returns the actions dispatched, in
+// order. what says what was awaited, in the --timeout error.
+func collectCluster(ctx context.Context, f *runFlags, log *slog.Logger, what string,
+	enough func(src source, acts []state.Action, seen map[string]bool) bool) ([]state.Action, error) {
+	src, err := newKube(f, log)
+	if err != nil {
+		return nil, err
+	}
+	c := &collector{signal: make(chan struct{}, 1)}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- src.Run(runCtx, c.dispatch) }()
+	defer func() { stop(); <-done }()
+	for {
+		if acts, synced, seen := c.snapshot(); synced && enough(src, acts, seen) {
+			return acts, nil
 		}
 		select {
 		case <-c.signal:
@@ -126,7 +134,7 @@ func listCluster(ctx context.Context, f *runFlags, log *slog.Logger) ([]state.Ac
 			}
 			return nil, fmt.Errorf("cluster source ended before it listed: %v", err)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("cluster: not every kind listed and every referenced Secret read in time (--timeout): %w", ctx.Err())
+			return nil, fmt.Errorf("cluster: not %s in time (--timeout): %w", what, ctx.Err())
 		}
 	}
 }

@@ -78,30 +78,8 @@ func rbacCmd(args []string, stdout, stderr io.Writer) error {
 // listObjects runs the cluster source until every kind has listed (no
 // Secret is read) and returns what it dispatched, in order.
 func listObjects(ctx context.Context, f *runFlags, log *slog.Logger) ([]state.Action, error) {
-	src, err := newKube(f, log)
-	if err != nil {
-		return nil, err
-	}
-	c := &collector{signal: make(chan struct{}, 1)}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- src.Run(runCtx, c.dispatch) }()
-	defer func() { stop(); <-done }()
-	for {
-		if acts, synced, _ := c.snapshot(); synced {
-			return acts, nil
-		}
-		select {
-		case <-c.signal:
-		case err := <-done:
-			if err == nil {
-				err = ctx.Err()
-			}
-			return nil, fmt.Errorf("cluster source ended before it listed: %v", err)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("cluster: not every kind listed in time (--timeout): %w", ctx.Err())
-		}
-	}
+	return collectCluster(ctx, f, log, "every kind listed",
+		func(source, []state.Action, map[string]bool) bool { return true })
 }
 
 // referencedSecrets lists, sorted, the Secret names that any BGPPeer
