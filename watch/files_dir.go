@@ -110,11 +110,12 @@ type dirReload struct {
 	dispatch func(state.Action)
 	now      func() time.Time
 
-	synced   bool                 // the first complete lists were dispatched
-	files    map[string]*dirFile  // by name, the files listed last
-	gone     map[string]dirGone   // files no longer listed whose objects are kept a while
-	lastGood map[string]fileInput // by name: each file's last good version (keepLastGood)
-	cache    map[string]decoded   // by name: the decode of its last version read
+	synced   bool                       // the first complete lists were dispatched
+	files    map[string]*dirFile        // by name, the files listed last
+	gone     map[string]dirGone         // files no longer listed whose objects are kept a while
+	lastGood map[string]fileInput       // by name: each file's last good version (keepLastGood)
+	goodKeys map[string]map[string]bool // by name: the objects (kind/name) its last good version defines
+	cache    map[string]decoded         // by name: the decode of its last version read
 	objects  []state.Action
 	problems map[string][]state.Problem // as last reported, by source
 	dirErr   string                     // the directory's problem, as last reported
@@ -151,7 +152,7 @@ type decoded struct {
 func newDirReload(d *Dir, dispatch func(state.Action)) *dirReload {
 	return &dirReload{d: d, dispatch: dispatch, now: time.Now, problems: map[string][]state.Problem{},
 		files: map[string]*dirFile{}, gone: map[string]dirGone{}, lastGood: map[string]fileInput{},
-		cache: map[string]decoded{}}
+		goodKeys: map[string]map[string]bool{}, cache: map[string]decoded{}}
 }
 
 // poll looks at the directory, re-reads only the files whose identity
@@ -368,8 +369,8 @@ func (r *dirReload) keepLastGood(files []fileInput) ([]fileInput, map[string][]s
 		_, probs := loadFilesRetaining([]fileInput{f}, nil, r.decode)
 		good, had := r.lastGood[f.name]
 		switch {
-		case len(probs) == 0 || !had || (f.err == "" && r.definesAll(f, good)):
-			r.lastGood[f.name] = f
+		case len(probs) == 0 || !had || (f.err == "" && r.definesAll(f)):
+			r.lastGood[f.name], r.goodKeys[f.name] = f, r.objectKeys(f)
 			out = append(out, f)
 		default:
 			src := fileSource(f.name)
@@ -381,27 +382,35 @@ func (r *dirReload) keepLastGood(files []fileInput) ([]fileInput, map[string][]s
 	for name := range r.lastGood {
 		if !present[name] {
 			delete(r.lastGood, name)
+			delete(r.goodKeys, name)
 		}
 	}
 	return out, extra
 }
 
-// definesAll reports whether version f defines every object (by kind and
-// name) that version good defines.
-func (r *dirReload) definesAll(f, good fileInput) bool {
-	if good.err != "" {
-		return true
-	}
-	objs, _ := r.decode(f)
-	have := make(map[string]bool, len(objs))
-	for _, o := range objs {
-		have[string(o.kind)+"/"+o.name] = true
-	}
-	goodObjs, _ := r.decode(good)
-	for _, o := range goodObjs {
-		if !have[string(o.kind)+"/"+o.name] {
+// definesAll reports whether version f defines every object that its
+// file's last good version defines (from goodKeys: the last good version
+// is not decoded again, which for a large file would double a poll).
+func (r *dirReload) definesAll(f fileInput) bool {
+	have := r.objectKeys(f)
+	for k := range r.goodKeys[f.name] {
+		if !have[k] {
 			return false
 		}
 	}
 	return true
+}
+
+// objectKeys are the kind/name of every object version f defines (its
+// decode is cached: keepLastGood has just loaded it).
+func (r *dirReload) objectKeys(f fileInput) map[string]bool {
+	if f.err != "" {
+		return nil
+	}
+	objs, _ := r.decode(f)
+	keys := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		keys[string(o.kind)+"/"+o.name] = true
+	}
+	return keys
 }
