@@ -97,7 +97,10 @@ func CommValue(set string) (v string, ok bool) {
 	if !ok {
 		v, ok = strings.CutSuffix(rest, "-v6")
 	}
-	return v, ok && v != ""
+	if !ok || v == "" {
+		return "", false
+	}
+	return v, true
 }
 
 // SetName is a shared set's name for the family of p.
