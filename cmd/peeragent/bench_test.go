@@ -41,7 +41,7 @@ func tenKCluster(port int32) clustergen.Config {
 // fewer than the 297 events after which a node's label comes round again.
 const (
 	churnRate       = 5000
-	sustainRate     = 2500 // issue 23's bar on stock GoBGP v4.8.0: p99 under 5 ms at this rate
+	sustainRate     = 2500 // the bar on stock GoBGP v4.8.0 (docs/performance.md): p99 under 5 ms at this rate
 	lightRate       = 50   // well within GoBGP's capacity: latency without queueing
 	gobgpLight      = 200  // four seconds at lightRate
 	gobgpSustain    = 2500 // one second at sustainRate
