@@ -1,6 +1,6 @@
 package main
 
-// method is how the benchmarks measure (cmd/peeragent/bench*_test.go).
+// method is how the benchmarks measure (e2e/bench*_test.go).
 const method = `Everything runs in one process per ` + "`go test`" + ` invocation: the real agent loop of
 agent/ (Loop: Dispatch, Reduce, Diff, effects on their own goroutine, results fed back)
 over the real GoBGP executor (effects/gobgp), on an embedded GoBGP v4.8.0 listening on
@@ -78,13 +78,13 @@ the event and its results, per route: the State and the executor's record of the
 *BenchmarkBestPathChange* (reducer) moves one prefix's best path with 10,000 learned prefixes
 installed: Reduce, Diff and the call on an instant dataplane, per change.
 
-**Scrapes** (cmd/peeragent BenchmarkScrape; docs/semantics.md §7): the loop over the GoBGP
+**Scrapes** (e2e BenchmarkScrape; docs/semantics.md §7): the loop over the GoBGP
 executor (--dataplane none) peers with a second GoBGP on 127.0.0.2 that originates 100,000 /32s;
 once the State has them all, GET /metrics through the metrics handler, 20 times. ns/op is the
 wall time of one; *cpu-ms/scrape* the process's CPU time over them, per scrape (the speaker's
 goroutines included).
 
-**Heap per learned route** (cmd/peeragent BenchmarkLearnedHeap; docs/routes.md §9.9): the agent
+**Heap per learned route** (e2e BenchmarkLearnedHeap; docs/routes.md §9.9): the agent
 of BenchmarkScrape learns 100,000 /32s; the live heap it gained, less the peer's own (measured
 alone), per route is *total-B/route*; *agent-B/route* is the State's share (the Reduce of the
 same best paths, measured alone), *speaker-B/route* the rest (GoBGP's Adj-RIB-In and RIB, the
