@@ -112,6 +112,9 @@ func Summary(n *state.Neighbor) string {
 	if n.KeepaliveSeconds != 0 {
 		fmt.Fprintf(&b, " keepalive=%ds", n.KeepaliveSeconds)
 	}
+	if n.MaxPrefixes != state.DefaultMaxPrefixes {
+		fmt.Fprintf(&b, " max-prefixes=%d", n.MaxPrefixes) // docs/routes.md §9.9
+	}
 	fmt.Fprintf(&b, " gr=%ds families=%s", n.GracefulRestartSeconds, strings.Join(n.Families, ","))
 	return b.String()
 }
