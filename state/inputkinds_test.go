@@ -7,20 +7,17 @@ import (
 )
 
 // TestInputKindsCoverKinds: InputKinds declares every input kind once,
-// the SyncedKinds first and in their order (the dump lists synced kinds in
-// this order), and every upsert or deletion action belongs to one of them.
+// the SyncedKinds among them, and every upsert or deletion action belongs
+// to one of them.
 func TestInputKindsCoverKinds(t *testing.T) {
 	seen := map[Kind]bool{}
-	for i, k := range InputKinds {
+	for _, k := range InputKinds {
 		if seen[k.Kind()] {
 			t.Errorf("kind %s declared twice", k.Kind())
 		}
 		seen[k.Kind()] = true
-		if i < len(SyncedKinds) && k.Kind() != SyncedKinds[i] {
-			t.Errorf("InputKinds[%d] is %s, SyncedKinds[%d] %s: the synced kinds come first, in their order", i, k.Kind(), i, SyncedKinds[i])
-		}
 	}
-	for _, k := range []Kind{KindSecret, KindService, KindEndpointSlice} {
+	for _, k := range append([]Kind{KindSecret, KindService, KindEndpointSlice}, SyncedKinds...) {
 		if !seen[k] {
 			t.Errorf("kind %s is not in InputKinds", k)
 		}
@@ -41,7 +38,7 @@ func TestInputKindsCoverKinds(t *testing.T) {
 
 // TestInputKindKeys: each kind keys an object, its upsert and its
 // deletion alike: NAMESPACE/NAME for a namespaced kind, else the name; and
-// a SourceSynced of the kind lists the object.
+// its list in a SourceSynced takes, sorts and gives back its objects.
 func TestInputKindKeys(t *testing.T) {
 	for _, k := range InputKinds {
 		upsert, del := k.ActionNames()
@@ -70,14 +67,17 @@ func TestInputKindKeys(t *testing.T) {
 				t.Errorf("%s: InputOf(%s) is another kind", k.Kind(), a.ActionName())
 			}
 		}
-		ss := reflect.ValueOf(&SourceSynced{Kind: k.Kind()}).Elem()
-		for i := 0; i < ss.NumField(); i++ {
-			if f := ss.Field(i); f.Kind() == reflect.Slice && f.Type().Elem() == obj.Type() {
-				f.Set(reflect.Append(f, obj))
-			}
+		first := reflect.New(obj.Type()).Elem() // key "a" or "/a": before obj's
+		first.FieldByName("Name").SetString("a")
+		var all SourceSynced
+		if !k.Holds(obj.Interface()) || !k.Append(&all, obj.Interface()) || !k.Append(&all, first.Interface()) ||
+			k.Append(&all, struct{}{}) {
+			t.Errorf("%s: does not hold its own objects, or holds others", k.Kind())
 		}
-		if got := k.Objects(ss.Interface().(Action)); len(got) != 1 || !reflect.DeepEqual(got[0], obj.Interface()) {
-			t.Errorf("%s: a SourceSynced lists %v", k.Kind(), got)
+		k.SortByKey(&all)
+		ss := k.Synced(&all)
+		if got := k.Objects(ss); ss.Kind != k.Kind() || len(got) != 2 || !reflect.DeepEqual(got, []any{first.Interface(), obj.Interface()}) {
+			t.Errorf("%s: a SourceSynced of the kind, sorted, lists %v", k.Kind(), got)
 		}
 		if got := k.Objects(uv.Interface().(Action)); len(got) != 1 || !reflect.DeepEqual(got[0], obj.Interface()) {
 			t.Errorf("%s: an upsert carries %v", k.Kind(), got)
