@@ -177,7 +177,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 // runParts are the long-running parts of run, each started and joined by
 // supervise: the loop, the admin listener, the source and the status
 // reporter stop the agent when they fail (with a clear error, for the
-// kubelet to restart it); the speaker's watches, the kernel facts and the
+// kubelet to restart it); the speaker's watch, the kernel facts and the
 // VPP link are restarted.
 func runParts(f *runFlags, loop *agent.Loop, src source, speaker *gobgp.Executor, dpExec effects.Executor,
 	reporter *statusReporter, ln net.Listener, httpMax int, log *slog.Logger) []part {
@@ -187,8 +187,8 @@ func runParts(f *runFlags, loop *agent.Loop, src source, speaker *gobgp.Executor
 		{name: "loop", run: func(ctx context.Context) error { loop.Run(ctx); return nil }, forever: true},
 		{name: "http listener " + ln.Addr().String(), run: serving(admin, adminLn), forever: true},
 		{name: "source " + sourceName(f), run: func(ctx context.Context) error { return src.Run(ctx, dispatch) }, forever: true},
-		{name: "session watch", run: func(ctx context.Context) error { return speaker.WatchSessions(ctx, dispatch) }, restart: true, forever: true},
-		{name: "best-path watch", run: func(ctx context.Context) error { return speaker.WatchLearned(ctx, dispatch) }, restart: true, forever: true},
+		// sessions, best paths and End-of-RIBs: one stream per speaker generation
+		{name: "speaker watch", run: func(ctx context.Context) error { return speaker.Watch(ctx, dispatch) }, restart: true, forever: true},
 		// docs/semantics.md §4: MD5 failures, optmem_max
 		{name: "kernel facts", run: func(ctx context.Context) error { return (&watch.Kernel{Log: log}).Run(ctx, dispatch) }, restart: true, forever: true},
 	}
