@@ -141,11 +141,10 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI, Report: func(a state.Action) { loop.Dispatch(a) }})
 	follow := newLevelFollower(f.flagLevel(), f.level, speaker.SetGoBGPLevel, log)
 	defer speaker.Close()
-	dpExec, dp, closeDP, err := newDataplane(ctx, f, log)
+	dpExec, dp, err := newDataplane(f, log)
 	if err != nil {
 		return err
 	}
-	defer closeDP()
 	opts := f.opts()
 	if dp != nil { // docs/routes.md §9.7 rule 6: not with --dataplane none
 		opts.RouteRescan = state.Duration{Duration: f.rescan}
@@ -224,8 +223,10 @@ func sourceName(f *runFlags) string {
 }
 
 // newDataplane is the executor of --dataplane (docs/routes.md §9.7) and
-// the Dataplane it lists its own routes from (nil for none).
-func newDataplane(ctx context.Context, f *runFlags, log *slog.Logger) (effects.Executor, effects.Dataplane, func(), error) {
+// the Dataplane it lists its own routes from (nil for none). Each is made
+// by its package's one constructor; one that follows something (the VPP
+// link) is an effects.Runner, which runParts starts.
+func newDataplane(f *runFlags, log *slog.Logger) (effects.Executor, effects.Dataplane, error) {
 	name, socket := f.dataplane, f.vppSocket
 	if name == "" {
 		name = "none"
@@ -235,18 +236,19 @@ func newDataplane(ctx context.Context, f *runFlags, log *slog.Logger) (effects.E
 	}
 	switch name {
 	case "none":
-		return vpp.Disabled(log), nil, func() {}, nil
+		log.Info("no dataplane: routes are recorded as skipped")
+		return effects.NoDataplane{}, nil, nil
 	case "linux":
 		e := linux.New(nil, linux.Options{Protocol: f.kernelProtocol, Metric: f.kernelMetric, Logger: log})
-		return e, e, func() {}, nil
+		return e, e, nil
 	case "vpp":
 		if socket == "" {
-			return nil, nil, nil, fmt.Errorf("--dataplane vpp needs --vpp-socket")
+			return nil, nil, fmt.Errorf("--dataplane vpp needs --vpp-socket")
 		}
 		e := vpp.Dial(socket, log) // Run connects, waiting for VPP and following its restarts
-		return e, e, e.Close, nil
+		return e, e, nil
 	}
-	return nil, nil, nil, fmt.Errorf("--dataplane %q: want vpp, linux or none", name)
+	return nil, nil, fmt.Errorf("--dataplane %q: want vpp, linux or none", name)
 }
 
 // newSource is the source of --from or, in cluster mode, the Kubernetes
