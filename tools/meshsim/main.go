@@ -95,16 +95,36 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-func run(ctx context.Context, c config) (err error) {
+func run(ctx context.Context, c config) error {
+	rep, err := measure(ctx, c)
+	if err != nil {
+		return err
+	}
+	table := rep.markdown()
+	fmt.Print(table)
+	if c.md != "" {
+		if err := os.WriteFile(c.md, []byte(table), 0o644); err != nil {
+			return err
+		}
+	}
+	if c.doc != "" {
+		return writeDoc(c.doc, rep.section())
+	}
+	return nil
+}
+
+// measure runs the simulation once per speaker, each in a topology of its
+// own, removed before the next.
+func measure(ctx context.Context, c config) (rep report, err error) {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("needs root (network namespaces)")
+		return rep, fmt.Errorf("needs root (network namespaces)")
 	}
 	if c.n < 2 || c.n > 250 {
-		return fmt.Errorf("-n %d: want 2 to 250", c.n)
+		return rep, fmt.Errorf("-n %d: want 2 to 250", c.n)
 	}
 	work, err := os.MkdirTemp("", "meshsim-")
 	if err != nil {
-		return err
+		return rep, err
 	}
 	defer func() {
 		if c.keep {
@@ -119,32 +139,22 @@ func run(ctx context.Context, c config) (err error) {
 	for _, s := range c.speakers {
 		sp, err := newSpeaker(ctx, s, c, work)
 		if err != nil {
-			return err
+			return rep, err
 		}
 		sps = append(sps, sp)
 	}
-	rep := report{n: c.n, loadBefore: loadavg(), started: time.Now()}
+	rep = report{n: c.n, loadBefore: loadavg(), started: time.Now()}
 	for _, sp := range sps {
 		fmt.Fprintf(os.Stderr, "meshsim: %s, %d nodes (load %s)\n", sp.name(), c.n, loadavg())
 		r, err := simulate(ctx, c, sp, work)
 		if err != nil {
-			return fmt.Errorf("%s: %w", sp.name(), err)
+			return rep, fmt.Errorf("%s: %w", sp.name(), err)
 		}
 		rep.runs = append(rep.runs, r)
 	}
 	rep.loadAfter = loadavg()
 	rep.elapsed = time.Since(rep.started)
-	table := rep.markdown()
-	fmt.Print(table)
-	if c.md != "" {
-		if err := os.WriteFile(c.md, []byte(table), 0o644); err != nil {
-			return err
-		}
-	}
-	if c.doc != "" {
-		return writeDoc(c.doc, rep.section())
-	}
-	return nil
+	return rep, nil
 }
 
 func newSpeaker(ctx context.Context, name string, c config, work string) (speaker, error) {
