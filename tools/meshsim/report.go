@@ -157,7 +157,9 @@ does): once **peeragent** (` + "`run --from DIR --dataplane linux`" + `, a manif
 written for the node: the default BGPConfiguration, the IPPool, every Node and
 BlockAffinity), once **BIRD 2** with calico-node's configuration (bird.cfg, bird_aggr.cfg
 and bird_ipam.cfg as confd's templates render them for a mesh without encapsulation, at
-the default log level; ` + "`bird -R -s SOCK -d -c bird.cfg`" + `, as calico-node runs it).
+the default log level; ` + "`bird -R -s SOCK -d -c bird.cfg`" + `, as calico-node runs it; calico-node
+ships a BIRD 1.6 fork, so import, export, gateway and add paths move into the ipv4 channel,
+BIRD 2's syntax, and nothing else changes).
 
 - *Converged*: every namespace has an ESTABLISHED TCP connection on port 179 with every
   other node and a route through it to every other block in its kernel (polled every
