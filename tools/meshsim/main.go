@@ -14,7 +14,7 @@
 // Everything it makes (namespaces named meshsim-PID-…, processes, a
 // temporary directory) is removed when it ends, on an error or on
 // SIGINT/SIGTERM too; the speakers die with it if it is killed (Pdeathsig),
-// and -cleanup removes the namespaces such a run left.
+// and -cleanup removes the namespaces and the work directory such a run left.
 package main
 
 import (
@@ -77,7 +77,7 @@ func main() {
 	}
 	if *cleanup {
 		removed, err := cleanupStale()
-		fmt.Printf("removed %d namespaces %v\n", len(removed), removed)
+		fmt.Printf("removed %d namespaces and work directories %v\n", len(removed), removed)
 		if err != nil {
 			fatal(err)
 		}
@@ -122,7 +122,8 @@ func measure(ctx context.Context, c config) (rep report, err error) {
 	if c.n < 2 || c.n > 250 {
 		return rep, fmt.Errorf("-n %d: want 2 to 250", c.n)
 	}
-	work, err := os.MkdirTemp("", "meshsim-")
+	// Named after the pid, as the namespaces are, for -cleanup.
+	work, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", nsPrefix, os.Getpid()))
 	if err != nil {
 		return rep, err
 	}

@@ -161,33 +161,51 @@ func ipBatch(ctx context.Context, dir, ns string, lines []string) error {
 	return ipCmd(ctx, "-n", ns, "-batch", f)
 }
 
-// cleanupStale removes the namespaces of earlier runs whose process is gone
-// (a run killed with SIGKILL cannot clean up after itself).
+// cleanupStale removes the namespaces and work directories of earlier runs
+// whose process is gone (a run killed with SIGKILL cannot clean up after
+// itself): both are named meshsim-PID-….
 func cleanupStale() ([]string, error) {
+	var removed []string
 	ents, err := os.ReadDir("/var/run/netns")
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil
-		}
+	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
-	var removed []string
 	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, nsPrefix) {
+		if !stale(e.Name()) {
 			continue
 		}
-		var pid int
-		if _, err := fmt.Sscanf(strings.TrimPrefix(name, nsPrefix), "%d-", &pid); err != nil || pid == os.Getpid() {
+		if out, err := exec.Command("ip", "netns", "del", e.Name()).CombinedOutput(); err != nil {
+			return removed, fmt.Errorf("ip netns del %s: %v: %s", e.Name(), err, bytes.TrimSpace(out))
+		}
+		removed = append(removed, e.Name())
+	}
+	dirs, err := os.ReadDir(os.TempDir())
+	if err != nil {
+		return removed, err
+	}
+	for _, e := range dirs {
+		if !e.IsDir() || !stale(e.Name()) {
 			continue
 		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-			continue // its run is still going
+		p := filepath.Join(os.TempDir(), e.Name())
+		if err := os.RemoveAll(p); err != nil {
+			return removed, err
 		}
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
-			return removed, fmt.Errorf("ip netns del %s: %v: %s", name, err, bytes.TrimSpace(out))
-		}
-		removed = append(removed, name)
+		removed = append(removed, p)
 	}
 	return removed, nil
+}
+
+// stale: the name is meshsim-PID-… and no process PID runs.
+func stale(name string) bool {
+	rest, ok := strings.CutPrefix(name, nsPrefix)
+	if !ok {
+		return false
+	}
+	var pid int
+	if _, err := fmt.Sscanf(rest, "%d-", &pid); err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return os.IsNotExist(err)
 }
