@@ -2,6 +2,7 @@ package pmap
 
 import (
 	"fmt"
+	"maps"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -141,12 +142,7 @@ func TestCRUD(t *testing.T) {
 			if _, ok := m.Get("missing"); ok {
 				t.Error("Get(missing) reported present")
 			}
-			want := make([]string, 0, len(tc.want))
-			for k := range tc.want {
-				want = append(want, k)
-			}
-			slices.Sort(want)
-			if got := m.Keys(); !slices.Equal(got, want) {
+			if got, want := m.Keys(), slices.Sorted(maps.Keys(tc.want)); !slices.Equal(got, want) {
 				t.Errorf("Keys = %q, want %q", got, want)
 			}
 		})
