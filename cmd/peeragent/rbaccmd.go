@@ -33,9 +33,7 @@ func rbacCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	f := &runFlags{}
 	fs.StringVar(&f.from, "from", "", "manifest directory to read the BGPPeers and BGPConfigurations from; without it, the cluster (--kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster config)")
-	fs.StringVar(&f.kubeContext, "context", "", "kubeconfig context (default: the current context)")
-	fs.StringVar(&f.group, "calico-api-group", "crd.projectcalico.org/v1", "API group of the Calico objects: crd.projectcalico.org/v1, projectcalico.org/v3 or auto")
+	f.clusterFlags(fs)
 	role := fs.String("role", "peeragent-secrets", "name of the Role and RoleBinding")
 	sa := fs.String("service-account", "peeragent/peeragent", "the agent's ServiceAccount, NAMESPACE/NAME")
 	timeout := fs.Duration("timeout", 30*time.Second, "with a cluster: how long to wait for its lists")
