@@ -28,16 +28,9 @@ func collect(a, b *Map[int]) []change {
 }
 
 func bruteDiff(a, b map[string]int) []change {
-	keys := make([]string, 0, len(a)+len(b))
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(a)), maps.Keys(b))
 	slices.Sort(keys)
+	keys = slices.Compact(keys) // a key of both maps is there twice
 	var out []change
 	for _, k := range keys {
 		o, ho := a[k]
