@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -49,23 +48,8 @@ func routesCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func fetchRoutes(ctx context.Context, addr string) ([]state.RouteView, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/routes", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("read routes from %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("read routes from %s: %s", addr, resp.Status)
-	}
 	var rs []state.RouteView
-	if err := json.NewDecoder(resp.Body).Decode(&rs); err != nil {
-		return nil, fmt.Errorf("read routes from %s: %w", addr, err)
-	}
-	return rs, nil
+	return rs, agent.Fetch(ctx, nil, addr, "/routes", &rs)
 }
 
 // WriteRoutes prints the route table for people: one line per prefix,

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"text/tabwriter"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -42,22 +42,7 @@ type statusNeighbor struct {
 // fetchState reads a running agent's /state.
 func fetchState(ctx context.Context, addr string) (statusDump, error) {
 	var d statusDump
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/state", nil)
-	if err != nil {
-		return d, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return d, fmt.Errorf("read state from %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return d, fmt.Errorf("read state from %s: %s", addr, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
-		return d, fmt.Errorf("read state from %s: %w", addr, err)
-	}
-	return d, nil
+	return d, agent.Fetch(ctx, nil, addr, "/state", &d)
 }
 
 // WriteStatus prints the neighbors table, then the problems.

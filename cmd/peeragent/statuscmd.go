@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/state"
 )
@@ -166,25 +168,11 @@ type neighborDetail struct {
 
 func fetchNeighbor(ctx context.Context, addr string, a netip.Addr) (neighborDetail, error) {
 	var d neighborDetail
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/neighbors/"+a.String(), nil)
-	if err != nil {
-		return d, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return d, fmt.Errorf("read neighbor from %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
+	err := agent.Fetch(ctx, nil, addr, "/neighbors/"+a.String(), &d)
+	if se := (*agent.StatusError)(nil); errors.As(err, &se) && se.Code == http.StatusNotFound {
 		return d, fmt.Errorf("the agent at %s has no neighbor %s", addr, a)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return d, fmt.Errorf("read neighbor from %s: %s", addr, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
-		return d, fmt.Errorf("read neighbor from %s: %w", addr, err)
-	}
-	return d, nil
+	return d, err
 }
 
 // WriteNeighborDetail prints one neighbor for people.
