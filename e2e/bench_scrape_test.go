@@ -77,7 +77,7 @@ func learnedAgent(b testing.TB, n int) (*agent.Loop, func()) {
 // own, before the routes arrive.
 func startLearnedAgent(b testing.TB, n int, limit uint32) (*agent.Loop, func()) {
 	log, _ := quietLog()
-	agentPort, peerPort := freePort(b), freePort(b)
+	agentPort, peerPort := benchPort(b), benchPort(b)
 	exec := gobgp.New(gobgp.Options{ListenAddresses: []string{"127.0.0.1"}, Logger: log, GoBGPLevel: slog.LevelError})
 	// The prefix limit (docs/routes.md §9.9) raised to what the peer sends.
 	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{MaxPrefixes: limit}), Speaker: exec,
