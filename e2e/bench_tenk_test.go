@@ -57,12 +57,12 @@ func buildTenK(b *testing.B) *tenK {
 	fx.c = inPlaceCluster(fx.cfg)
 	srv, calls := desired(b, fx.c)
 	fx.want = len(calls)
-	reqs := churnRequests(b, fx.c, gobgpLight+gobgpSteady+gobgpFlood)
+	reqs := churnRequests(b, fx.c, gobgpLight+gobgpSustain+gobgpSteady+gobgpFlood)
 	labelled("floor", func() {
 		bgp := floorServer()
 		fx.floor, fx.floorCPU = floorConverge(b, bgp, srv, calls)
 		time.Sleep(quiet)
-		fx.floorChurn = floorChurn(b, bgp, reqs, gobgpLight+gobgpSteady)
+		fx.floorChurn = floorChurn(b, bgp, reqs, gobgpLight+gobgpSustain+gobgpSteady)
 		floorStop(b, bgp)
 	})
 	labelled("agent", func() {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -14,33 +13,24 @@ import (
 )
 
 func routesCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("routes", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:9179", "HTTP address of the running agent")
-	out := fs.String("o", "text", "output format: text or json (GET /routes as served)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: peeragent routes [flags]\n\nThe route table: each prefix, its route, the neighbors it was learned from, its phase, and why it is not installed.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	c := newClientFlags("routes", "Usage: peeragent routes [flags]\n\nThe route table: each prefix, its route, the neighbors it was learned from, its phase, and why it is not installed.",
+		"output format: text or json (GET /routes as served)", stderr)
+	if err := c.fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("no arguments expected, got %q", fs.Args())
+	if c.fs.NArg() > 0 {
+		return fmt.Errorf("no arguments expected, got %q", c.fs.Args())
 	}
-	if err := applyEnv(fs); err != nil {
+	if err := c.check(); err != nil {
 		return err
-	}
-	if *out != "text" && *out != "json" {
-		return fmt.Errorf("-o %q: want text or json", *out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rs, err := fetchRoutes(ctx, *addr)
+	rs, err := fetchRoutes(ctx, *c.addr)
 	if err != nil {
 		return err
 	}
-	if *out == "json" {
+	if *c.out == "json" {
 		return writeIndented(stdout, rs)
 	}
 	WriteRoutes(stdout, rs)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,14 +17,9 @@ import (
 )
 
 func statusCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:9179", "HTTP address of the running agent")
-	out := fs.String("o", "text", "output format: text or json")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: peeragent status [flags] [ADDRESS]\n\nWith ADDRESS, one neighbor in detail (timers, capabilities, paths, last error).")
-		fs.PrintDefaults()
-	}
+	c := newClientFlags("status", "Usage: peeragent status [flags] [ADDRESS]\n\nWith ADDRESS, one neighbor in detail (timers, capabilities, paths, last error).",
+		"output format: text or json", stderr)
+	fs, addr, out := c.fs, c.addr, c.out
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -39,11 +33,8 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("one neighbor address at most, got %q", append([]string{neighbor}, fs.Args()...))
 		}
 	}
-	if err := applyEnv(fs); err != nil {
+	if err := c.check(); err != nil {
 		return err
-	}
-	if *out != "text" && *out != "json" {
-		return fmt.Errorf("-o %q: want text or json", *out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
