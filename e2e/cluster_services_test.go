@@ -183,22 +183,16 @@ func (c *clusterRequests) done(res string) {
 	c.live[res]--
 }
 
-func (c *clusterRequests) count(res ...string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, r := range res {
-		n += c.byRes[r]
-	}
-	return n
-}
+// count is how many requests for res were made; open, how many are open.
+func (c *clusterRequests) count(res ...string) int { return c.sum(c.byRes, res) }
+func (c *clusterRequests) open(res ...string) int  { return c.sum(c.live, res) }
 
-func (c *clusterRequests) open(res ...string) int {
+func (c *clusterRequests) sum(m map[string]int, res []string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
 	for _, r := range res {
-		n += c.live[r]
+		n += m[r]
 	}
 	return n
 }
