@@ -48,7 +48,7 @@ func (b *blockingSpeaker) block() func() {
 	}
 }
 
-// gate blocks the loop in an observer while closed is false.
+// gate blocks the loop in a Published function while it is shut.
 type gate struct {
 	mu   sync.Mutex
 	hold chan struct{} // nil: open
@@ -80,12 +80,12 @@ func (g *gate) open() {
 	}
 }
 
-// healthLoop runs a loop with a 50 ms stuck threshold whose observer
-// waits at g.
+// healthLoop runs a loop with a 50 ms stuck threshold that waits at g
+// when it publishes a State (a Published function runs within the step).
 func healthLoop(t *testing.T, sp effects.Executor, g *gate) (*Loop, *httptest.Server) {
 	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp,
 		Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger(), StuckAfter: 50 * time.Millisecond,
-		Observer: []func(state.Action){func(state.Action) { g.wait() }}})
+		Published: []func(state.State){func(state.State) { g.wait() }}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()
@@ -120,7 +120,7 @@ func TestHealthzFailsWhileStuck(t *testing.T) {
 
 	t.Run("loop-stuck", func(t *testing.T) {
 		g.shut()
-		l.Dispatch(state.SourceSynced{Kind: state.KindBGPFilter}) // the observer holds the loop on it
+		l.Dispatch(state.SourceSynced{Kind: state.KindBGPFilter}) // publishing its State holds the loop
 		waitStatus(t, srv.URL+"/healthz", 503, "loop stuck: one step has run")
 		l.Dispatch(state.SourceSynced{Kind: state.KindBGPFilter}) // this one waits
 		waitStatus(t, srv.URL+"/healthz", 503, "loop stuck: an action has waited")

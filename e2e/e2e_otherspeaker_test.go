@@ -47,7 +47,7 @@ spec: {asNumber: 64512, listenPort: %d}
 	want := fmt.Sprintf("another BGP speaker holds port %d: a listener answers on %s", port, netip.AddrPortFrom(addr, uint16(port)))
 	var problem, readyz string
 	for {
-		d, err := fetchState(ctx, a.http)
+		d, err := fetchState(ctx, nil, a.http)
 		if err == nil {
 			for _, p := range d.Problems {
 				if p.Object == "server" && strings.Contains(p.Reason, want) {
@@ -73,7 +73,7 @@ spec: {asNumber: 64512, listenPort: %d}
 	}
 	t.Logf("/state problem server: %s", problem)
 	t.Logf("/readyz: %s", readyz)
-	d, err := fetchState(ctx, a.http)
+	d, err := fetchState(ctx, nil, a.http)
 	if err != nil {
 		t.Fatal(err)
 	}
