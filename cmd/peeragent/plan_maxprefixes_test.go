@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,13 +29,13 @@ func TestPlanMaxPrefixesAnnotation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFile(t, dir, "nodes.yaml", `apiVersion: v1
+			write(t, filepath.Join(dir, "nodes.yaml"), `apiVersion: v1
 kind: Node
 metadata:
   name: node-a
   annotations: {projectcalico.org/IPv4Address: 10.0.0.1/24}
 `)
-			writeFile(t, dir, "bgp.yaml", fmt.Sprintf(`apiVersion: crd.projectcalico.org/v1
+			write(t, filepath.Join(dir, "bgp.yaml"), fmt.Sprintf(`apiVersion: crd.projectcalico.org/v1
 kind: BGPConfiguration
 metadata: {name: default}
 spec: {asNumber: 64512}
@@ -72,5 +73,12 @@ spec: {peerIP: 192.0.2.1, asNumber: 65001}
 				t.Errorf("problems %q, want %q", got, tc.problem)
 			}
 		})
+	}
+}
+
+func write(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 const sampleOutput = `goos: linux
-pkg: github.com/peeragent/peeragent/cmd/peeragent
+pkg: github.com/peeragent/peeragent/e2e
 BenchmarkConvergence/mesh=1000-2  1  900000000 ns/op  0.9 agent-s  1.10 agent/floor  999 neighbors
 BenchmarkConvergence/mesh=1000-2  1  800000000 ns/op  0.8 agent-s  1.30 agent/floor  999 neighbors
 BenchmarkConvergence/mesh=1000-2  1  700000000 ns/op  0.7 agent-s  1.20 agent/floor  999 neighbors
