@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -mod=mod
 
-.PHONY: test check deps apiserver vet fmt-check tidy-check bench floor fuzz golden-update build image demo
+.PHONY: test check deps apiserver vet fmt-check tidy-check bench floor fuzz golden-update build image demo mesh-sim
 
 ## VERSION: the agent's version, linked into the binary (peeragent version) and the image's
 ## tag: the VERSION file, the one place it is set (deploy/base/daemonset.yaml names the same
@@ -119,6 +119,18 @@ bench:
 ## test; ~10 min on 2 cores. Leaves floor.txt, floor-stat.txt, floor-table.md, floor-loadavg.txt.
 floor:
 	tools/gobgpfloor/run.sh
+
+## mesh-sim: N simulated nodes (network namespaces on one bridge, the node-to-node mesh, one
+## pod block each), once with peeragent and once with BIRD 2 configured as calico-node does
+## (tools/meshsim): RSS, CPU to converge, idle CPU, re-convergence after SIGKILL and restart of
+## 20%, connects and refusals meanwhile, observers' route changes; prints the table and writes
+## the "Mesh simulation beside BIRD" section of docs/performance.md. Root, iproute2 and bird2;
+## not part of make test. About 1 min at N=10; MESHSIM_FLAGS adds flags (-idle, -keep, ...).
+N ?= 10
+MESHSIM_FLAGS ?=
+mesh-sim:
+	$(GO) build -o meshsim.bin ./tools/meshsim
+	./meshsim.bin -n $(N) -doc docs/performance.md $(MESHSIM_FLAGS); rc=$$?; rm -f meshsim.bin; exit $$rc
 
 ## fuzz: each fuzz target for FUZZTIME (default 60s)
 FUZZTIME ?= 60s

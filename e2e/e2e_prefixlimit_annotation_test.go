@@ -11,8 +11,8 @@ import (
 	api "github.com/osrg/gobgp/v4/api"
 
 	"github.com/peeragent/peeragent/agent"
+	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/effects/gobgp"
-	"github.com/peeragent/peeragent/effects/vpp"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -126,7 +126,7 @@ func annotatedLimitAgent(t *testing.T, n int, maxPrefixes string) (*agent.Loop, 
 	agentPort, peerPort := freePort(t), freePort(t)
 	exec := gobgp.New(gobgp.Options{ListenAddresses: []string{"127.0.0.1"}, Logger: log, GoBGPLevel: slog.LevelError})
 	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: exec,
-		Dataplane: vpp.Disabled(log), Log: log, Journal: 1000})
+		Dataplane: effects.NoDataplane{}, Log: log, Journal: 1000})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 3)
 	go func() { l.Run(ctx); done <- struct{}{} }()

@@ -29,13 +29,13 @@ func TestPlanMaxPrefixesAnnotation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			write(t, filepath.Join(dir, "nodes.yaml"), `apiVersion: v1
+			writeFile(t, dir, "nodes.yaml", `apiVersion: v1
 kind: Node
 metadata:
   name: node-a
   annotations: {projectcalico.org/IPv4Address: 10.0.0.1/24}
 `)
-			write(t, filepath.Join(dir, "bgp.yaml"), fmt.Sprintf(`apiVersion: crd.projectcalico.org/v1
+			writeFile(t, dir, "bgp.yaml", fmt.Sprintf(`apiVersion: crd.projectcalico.org/v1
 kind: BGPConfiguration
 metadata: {name: default}
 spec: {asNumber: 64512}
@@ -76,9 +76,9 @@ spec: {peerIP: 192.0.2.1, asNumber: 65001}
 	}
 }
 
-func write(t *testing.T, path, body string) {
+func writeFile(t *testing.T, dir, name, body string) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -56,8 +56,7 @@ type Executor struct {
 	secrets  *redactor
 	refused  *keyRefusals
 	reasons  *reasonBook
-	sessions sessionHub
-	learned  learnedHub
+	watches  watchHub // Watch, WatchSessions, WatchLearned (watch.go)
 	listen   []string
 	now      func() time.Time
 	graceful bool
@@ -106,8 +105,7 @@ func New(opts Options) *Executor {
 	if e.now == nil {
 		e.now = time.Now
 	}
-	e.sessions.e = e
-	e.learned.e = e
+	e.watches.e = e
 	e.report = opts.Report
 	e.level.Set(opts.GoBGPLevel)
 	h := e.log.With("component", "gobgp").Handler()

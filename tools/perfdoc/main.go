@@ -69,20 +69,31 @@ func compose(r results, stat, profile, mach string) string {
 	return b.String()
 }
 
-// keptHeading starts the part of the document perfdoc does not generate:
-// the GoBGP releases measured side by side by make floor
-// (tools/gobgpfloor), which a bench run keeps as it is.
-const keptHeading = "## GoBGP releases side by side"
+// keptHeadings start the parts of the document perfdoc does not generate,
+// which a bench run keeps as they are: the GoBGP releases measured side by
+// side by make floor (tools/gobgpfloor), and the mesh simulation beside
+// BIRD that make mesh-sim writes (tools/meshsim).
+var keptHeadings = []string{"## GoBGP releases side by side", "## Mesh simulation beside BIRD"}
 
-// kept is the part of the existing document at path from keptHeading on,
-// or "" when there is none.
+// kept is the part of the existing document at path from the first of
+// keptHeadings on, or "" when there is none.
 func kept(path string) string {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
-	if i := strings.Index(string(old), "\n"+keptHeading); i >= 0 {
-		return string(old[i:])
+	return keptPart(string(old))
+}
+
+func keptPart(doc string) string {
+	first := -1
+	for _, h := range keptHeadings {
+		if i := strings.Index(doc, "\n"+h); i >= 0 && (first < 0 || i < first) {
+			first = i
+		}
 	}
-	return ""
+	if first < 0 {
+		return ""
+	}
+	return doc[first:]
 }

@@ -85,3 +85,17 @@ func TestScrapeTarget(t *testing.T) {
 		t.Errorf("a 3.6 s scrape counts as met:\n%s", card)
 	}
 }
+
+func TestKeptPartStartsAtTheFirstKeptHeading(t *testing.T) {
+	doc := "# Performance\n\n## Result\n\nx\n\n## Mesh simulation beside BIRD (make mesh-sim)\n\nm\n\n## GoBGP releases side by side (floor, no agent)\n\ng\n"
+	if got, want := keptPart(doc), "\n## Mesh simulation beside BIRD (make mesh-sim)\n\nm\n\n## GoBGP releases side by side (floor, no agent)\n\ng\n"; got != want {
+		t.Errorf("keptPart = %q, want %q", got, want)
+	}
+	if got := keptPart("# Performance\n\n## Result\n"); got != "" {
+		t.Errorf("keptPart of a document without kept parts = %q, want empty", got)
+	}
+	only := "# P\n\n## GoBGP releases side by side\n\ng\n"
+	if got := keptPart(only); got != "\n## GoBGP releases side by side\n\ng\n" {
+		t.Errorf("keptPart = %q", got)
+	}
+}
