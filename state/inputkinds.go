@@ -89,6 +89,7 @@ type AnyInputKind interface {
 	// Synced is the SourceSynced of this kind with the kind's list in all.
 	Synced(all *SourceSynced) SourceSynced
 	actionTypes() (upsert, del reflect.Type)
+	newActions() (upsert, del func() Action)
 }
 
 // Kind is the kind's name.
@@ -188,6 +189,21 @@ var inputByType = func() map[reflect.Type]AnyInputKind {
 // actionTypes are the types of its upsert and deletion.
 func (k *InputKind[T, U, D]) actionTypes() (upsert, del reflect.Type) {
 	return reflect.TypeFor[U](), reflect.TypeFor[D]()
+}
+
+// newActions make an empty upsert and deletion, for DecodeAction.
+func (k *InputKind[T, U, D]) newActions() (upsert, del func() Action) {
+	return func() Action { return any(new(U)).(Action) }, func() Action { return any(new(D)).(Action) }
+}
+
+// withInputActions adds the upsert and deletion of every input kind to m,
+// by name.
+func withInputActions(m map[string]func() Action) map[string]func() Action {
+	for _, k := range InputKinds {
+		u, d := k.ActionNames()
+		m[u], m[d] = k.newActions()
+	}
+	return m
 }
 
 // InputOf is the kind of an upsert or a deletion, nil for any other action.
