@@ -117,6 +117,9 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 	}
 	n.GracefulRestartSeconds = uint32(restartSeconds(restart) / time.Second)
 	n.MaxPrefixes = t.s.Options.MaxPrefixes // docs/routes.md §9.9
+	if p != nil && p.MaxPrefixes != 0 {
+		n.MaxPrefixes = p.MaxPrefixes // the BGPPeer's annotation
+	}
 	if n.PeerASN != n.LocalASN && n.TTLMin == 0 {
 		n.EBGPMultihopTTL = 255
 	}

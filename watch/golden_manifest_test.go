@@ -176,7 +176,7 @@ func manifestAPIVersion(k state.Kind) string {
 
 // goldenManifest writes an input object as its manifest. Calico objects
 // are the state value's own JSON (its field names are Calico's) as the
-// spec, with the name moved to metadata, a password wrapped in
+// spec, with the name and annotations moved to metadata, a password wrapped in
 // secretKeyRef, and each Unsupported field written as the unknown field it
 // stands for; Kubernetes objects are written in their own shape.
 func goldenManifest(obj any, node, ns string) ([]byte, error) {
@@ -245,8 +245,13 @@ func calicoManifest(doc map[string]any, obj any) error {
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return err
 	}
-	doc["metadata"] = map[string]any{"name": spec["name"]}
+	meta := map[string]any{"name": spec["name"]}
 	delete(spec, "name")
+	if ann, ok := spec["annotations"]; ok { // a BGPPeer's own (state.AnnotationMaxPrefixes)
+		meta["annotations"] = ann
+		delete(spec, "annotations")
+	}
+	doc["metadata"] = meta
 	for _, f := range []string{"password", "nodeMeshPassword"} {
 		if ref, ok := spec[f]; ok {
 			spec[f] = map[string]any{"secretKeyRef": ref}

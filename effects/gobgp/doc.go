@@ -10,7 +10,8 @@
 //     (a neighbor's remaining effects stop at its first error; the other
 //     neighbors go on), and for each server effect one state.ServerApplied
 //     or state.ServerApplyFailed. AddPath, DeletePath, SetAdd, SetDel and
-//     ResetOut run in the order given; each AddPath and DeletePath reports
+//     ResetOut run in the order given (a run of AddPaths is one GoBGP call,
+//     up to 1,024 paths); each AddPath and DeletePath reports
 //     one state.PathApplied or state.PathApplyFailed for its prefix and
 //     generation (docs/routes.md §10), a set or reset-out failure is only
 //     logged. Route and secret-watch effects are not the speaker's and are
@@ -64,10 +65,19 @@
 //     a rebuild so that no configured neighbor is ever without Calico's
 //     statements. See policy.go for the mapping of Calico's
 //     operators and why the policies are assigned to GoBGP's global table.
-//   - WatchSessions turns GoBGP's peer events into state.SessionStateChanged
+//   - Watch (watch.go) is one GoBGP WatchEvent per server with the peer,
+//     best-path and End-of-RIB callbacks, so sessions and learned paths
+//     come as one stream in GoBGP's order; WatchSessions and WatchLearned
+//     are its two halves. It follows the speaker across restarts and
+//     generations without losing an event: attached when a server starts,
+//     re-based in place (a snapshot of its own sets, the End-of-RIBs held)
+//     when the running server gets a new generation, ended when it stops
+//     (each session not idle reported idle, "speaker stopped"). Peer events
+//     become state.SessionStateChanged
 //     with the lower-case state name, the down reason (the executor's own
 //     for a reset it caused, else the one v4's event carries), and the
-//     time; it follows the speaker across restarts. A session that ran on
+//     time; best paths become state.BestPathsChanged with each prefix's
+//     whole equal-best set (learned.go). A session that ran on
 //     graceful-restart state GoBGP kept from an earlier one is followed,
 //     when it ends, by the neighbor configured anew (grstate.go,
 //     docs/routes.md §9.5 rule 3).

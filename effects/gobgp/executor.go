@@ -55,8 +55,7 @@ type Executor struct {
 	secrets  *redactor
 	refused  *keyRefusals
 	reasons  *reasonBook
-	sessions sessionHub
-	learned  learnedHub
+	watches  watchHub // Watch, WatchSessions, WatchLearned (watch.go)
 	listen   []string
 	now      func() time.Time
 	graceful bool
@@ -105,8 +104,7 @@ func New(opts Options) *Executor {
 	if e.now == nil {
 		e.now = time.Now
 	}
-	e.sessions.e = e
-	e.learned.e = e
+	e.watches.e = e
 	e.report = opts.Report
 	e.level.Set(opts.GoBGPLevel)
 	h := e.log.With("component", "gobgp").Handler()
@@ -141,13 +139,18 @@ func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.A
 	// attributes (the cache is made at the first path).
 	out := make([]state.Action, 0, len(effs))
 	var attrs attrCache
-	for _, b := range batches(effs) {
+	bs := batches(effs)
+	for i := 0; i < len(bs); i++ {
+		b := bs[i]
 		switch {
 		case b.path != nil:
 			if attrs == nil {
 				attrs = attrCache{}
 			}
-			if a := e.runPath(ctx, b.path, attrs); a != nil {
+			if n := addRun(bs[i:]); n > 1 {
+				out = e.runAdds(ctx, bs[i:i+n], attrs, out)
+				i += n - 1
+			} else if a := e.runPath(ctx, b.path, attrs); a != nil {
 				out = append(out, a)
 			}
 		case b.server != nil:
