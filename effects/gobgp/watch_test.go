@@ -17,16 +17,8 @@ import (
 // paths, in the one order the watch gives them) until the test ends.
 func watchAll(t *testing.T, sp *speaker) *learnedLog {
 	t.Helper()
-	l := &learnedLog{changed: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sp.Watch(ctx, l.add) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Watch: %v", err)
-		}
-	})
+	l := newLearnedLog()
+	watchFor(t, "Watch", func(ctx context.Context) error { return sp.Watch(ctx, l.add) })
 	return l
 }
 
