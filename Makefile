@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -mod=mod
 
-.PHONY: test check deps apiserver vet fmt-check tidy-check bench floor fuzz golden-update build image demo
+.PHONY: test check deps apiserver vet fmt-check tidy-check bench floor fuzz golden-update build image demo mesh-sim
 
 ## VERSION: the agent's version, linked into the binary (peeragent version) and the image's
 ## tag: the VERSION file, the one place it is set (deploy/base/daemonset.yaml names the same
@@ -14,8 +14,9 @@ IMAGE ?= ghcr.io/peeragent/peeragent
 ## manifest.json names (docker load with the classic image store)
 IMAGE_ARCHES ?= amd64,arm64
 
-## test: what CI runs: formatting, vet, and every test with the race detector (also the
-## image builder's, a module of its own in tools/image, whose test builds and runs the image)
+## test: what CI runs: formatting, vet, and every test with the race detector, e2e/ (the
+## cluster, end-to-end and no-flap tests) included (also the image builder's, a module of its
+## own in tools/image, whose test builds and runs the image)
 test: deps apiserver fmt-check vet
 	$(GO) test -race -count=1 -timeout 25m ./...
 	$(GO) -C tools/image test -race -count=1 ./...
@@ -87,7 +88,7 @@ golden-update:
 	$(GO) test ./golden -run TestGolden -update
 
 ## bench: the scale benchmarks (convergence and churn against the GoBGP floor, the old
-## way, memory, a /metrics scrape at 100,000 learned routes; cmd/peeragent/bench*_test.go) and the core's (reducer, up to 10,000 peers), then
+## way, memory, a /metrics scrape at 100,000 learned routes; e2e/bench*_test.go) and the core's (reducer, up to 10,000 peers), then
 ## docs/performance.md from them (tools/perfdoc); not part of make test. About 6 minutes on
 ## 2 cores. Leaves bench.txt, bench-stat.txt and the 10,000-peer run's bench-tenk.prof.
 BENCHSTAT ?= GOFLAGS= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
@@ -101,12 +102,12 @@ bench:
 	$(GO) test -run '^$$' -bench '^BenchmarkOwnPaths$$' -benchtime 1x -count 6 ./effects/gobgp | tee -a bench.txt; \
 	$(GO) test -run '^$$' -bench '^BenchmarkBestPathChange$$' -benchmem -benchtime 2000x -count 3 ./reducer | tee -a bench.txt; \
 	$(GO) test -run '^$$' -bench '^BenchmarkLearnedInstall$$/^routes=(1000|10000|100000)$$' -benchtime 1x -count 3 -timeout 30m ./effects/linux | tee -a bench.txt; \
-	$(BENCH_AGENT) -bench '^BenchmarkConvergence$$/^mesh=' -count 10 ./cmd/peeragent | tee -a bench.txt; \
+	$(BENCH_AGENT) -bench '^BenchmarkConvergence$$/^mesh=' -count 10 ./e2e | tee -a bench.txt; \
 	$(BENCH_AGENT) -bench '^Benchmark(Convergence|Churn)$$/^(peers=|gobgp$$)' -count 1 \
-	  -cpuprofile bench-tenk.prof ./cmd/peeragent | tee -a bench.txt; \
-	$(BENCH_AGENT) -bench '^Benchmark(Churn|Memory)$$/^(instant|state|churn=)' -count 3 ./cmd/peeragent | tee -a bench.txt; \
-	$(GO) test -run '^$$' -bench '^BenchmarkScrape$$' -benchtime 20x -count 3 -timeout 30m ./cmd/peeragent | tee -a bench.txt; \
-	$(GO) test -run '^$$' -bench '^BenchmarkLearnedHeap$$' -benchtime 1x -count 3 -timeout 30m ./cmd/peeragent | tee -a bench.txt; \
+	  -cpuprofile bench-tenk.prof ./e2e | tee -a bench.txt; \
+	$(BENCH_AGENT) -bench '^Benchmark(Churn|Memory)$$/^(instant|state|churn=)' -count 3 ./e2e | tee -a bench.txt; \
+	$(GO) test -run '^$$' -bench '^BenchmarkScrape$$' -benchtime 20x -count 3 -timeout 30m ./e2e | tee -a bench.txt; \
+	$(GO) test -run '^$$' -bench '^BenchmarkLearnedHeap$$' -benchtime 1x -count 3 -timeout 30m ./e2e | tee -a bench.txt; \
 	$(BENCHSTAT) bench.txt > bench-stat.txt; \
 	$(GO) run ./tools/perfdoc -bench bench.txt -benchstat bench-stat.txt -profile bench-tenk.prof \
 	  -loadavg bench-loadavg.txt -elapsed $$(( $$(date +%s) - start ))s -out docs/performance.md; \
@@ -118,6 +119,18 @@ bench:
 ## test; ~10 min on 2 cores. Leaves floor.txt, floor-stat.txt, floor-table.md, floor-loadavg.txt.
 floor:
 	tools/gobgpfloor/run.sh
+
+## mesh-sim: N simulated nodes (network namespaces on one bridge, the node-to-node mesh, one
+## pod block each), once with peeragent and once with BIRD 2 configured as calico-node does
+## (tools/meshsim): RSS, CPU to converge, idle CPU, re-convergence after SIGKILL and restart of
+## 20%, connects and refusals meanwhile, observers' route changes; prints the table and writes
+## the "Mesh simulation beside BIRD" section of docs/performance.md. Root, iproute2 and bird2;
+## not part of make test. About 1 min at N=10; MESHSIM_FLAGS adds flags (-idle, -keep, ...).
+N ?= 10
+MESHSIM_FLAGS ?=
+mesh-sim:
+	$(GO) build -o meshsim.bin ./tools/meshsim
+	./meshsim.bin -n $(N) -doc docs/performance.md $(MESHSIM_FLAGS); rc=$$?; rm -f meshsim.bin; exit $$rc
 
 ## fuzz: each fuzz target for FUZZTIME (default 60s)
 FUZZTIME ?= 60s

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/probe"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -153,13 +153,4 @@ func TestHTTPEndpointsNeverShowPasswords(t *testing.T) {
 	}
 }
 
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
+func get(t *testing.T, url string) (int, string) { return probe.Get(t, url) }

@@ -3,7 +3,9 @@ package main
 import (
 	"io"
 	"log/slog"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,3 +89,25 @@ func TestHangupIgnored(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
+// TestGoBGPAPIOnlyOnLoopback: --gobgp-api takes only a loopback address.
+func TestGoBGPAPIOnlyOnLoopback(t *testing.T) {
+	for _, addr := range []string{":50051", "0.0.0.0:50051", "10.0.0.1:50051", "[::]:50051", "example.com:50051", "50051"} {
+		if _, err := parseRunFlags([]string{"--node", "n", "--gobgp-api", addr}, io.Discard); err == nil {
+			t.Errorf("--gobgp-api %s accepted", addr)
+		}
+	}
+	port := strconv.Itoa(0)
+	for _, addr := range []string{"127.0.0.1:" + port, "[::1]:" + port, "localhost:" + port} {
+		if addr == "[::1]:0" {
+			if ln, err := net.Listen("tcp", addr); err != nil {
+				continue
+			} else {
+				ln.Close()
+			}
+		}
+		if _, err := parseRunFlags([]string{"--node", "n", "--gobgp-api", addr}, io.Discard); err != nil {
+			t.Errorf("--gobgp-api %s: %v", addr, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/peeragent/peeragent/agent"
+	"github.com/peeragent/peeragent/internal/testrig/probe"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -50,13 +51,4 @@ func TestServeMetricsServesOnlyMetrics(t *testing.T) {
 	}
 }
 
-func httpGet(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
+func httpGet(t *testing.T, url string) (int, string) { return probe.Get(t, url) }

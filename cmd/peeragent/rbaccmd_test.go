@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -68,7 +70,9 @@ spec:
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			for name, text := range tc.files {
-				writeFile(t, dir, name, text)
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			var out, errOut bytes.Buffer
 			if err := rbacCmd(append([]string{"--from", dir}, tc.args...), &out, &errOut); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/peeragent/peeragent/effects/vpp"
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
+	"github.com/peeragent/peeragent/watch/status"
 )
 
 // source feeds the loop and serves the secret watches.
@@ -149,9 +150,13 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if dp != nil { // docs/routes.md §9.7 rule 6: not with --dataplane none
 		opts.RouteRescan = state.Duration{Duration: f.rescan}
 	}
+	published := []func(state.State){follow.observe}
+	if reporter != nil {
+		published = append(published, reporter.Observe)
+	}
 	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, opts), Speaker: speaker, Dataplane: dpExec,
 		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal, NeighborSeries: f.seriesCap(),
-		Published: []func(state.State){follow.observe, reporter.observe}})
+		Published: published})
 	loop.Dispatch(effects.ListRoutes(ctx, dp)) // the held routes, before anything is applied (docs/routes.md §9.6)
 	ln, err := net.Listen("tcp", f.httpAddr)
 	if err != nil {
@@ -179,7 +184,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 // kubelet to restart it); the speaker's watch, the kernel facts and the
 // VPP link are restarted.
 func runParts(f *runFlags, loop *agent.Loop, src source, speaker *gobgp.Executor, dpExec effects.Executor,
-	reporter *statusReporter, ln net.Listener, httpMax int, log *slog.Logger) []part {
+	reporter *status.Reporter, ln net.Listener, httpMax int, log *slog.Logger) []part {
 	admin, adminLn := agent.Server(ln, agent.Handler(loop), httpMax) // timeouts and a connection cap
 	dispatch := loop.Dispatch
 	parts := []part{
@@ -192,7 +197,7 @@ func runParts(f *runFlags, loop *agent.Loop, src source, speaker *gobgp.Executor
 		{name: "kernel facts", run: func(ctx context.Context) error { return (&watch.Kernel{Log: log}).Run(ctx, dispatch) }, restart: true, forever: true},
 	}
 	if reporter != nil {
-		parts = append(parts, part{name: "status reporter", run: func(ctx context.Context) error { reporter.run(ctx); return nil }, forever: true})
+		parts = append(parts, part{name: "status reporter", run: func(ctx context.Context) error { reporter.Run(ctx); return nil }, forever: true})
 	}
 	if r, ok := dpExec.(effects.Runner); ok { // e.g. a Dial-made VPP executor: connects, follows VPP's restarts
 		parts = append(parts, part{name: "dataplane link", run: func(ctx context.Context) error { return r.Run(ctx, dispatch) }, restart: true})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/fakespeaker"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -21,7 +22,7 @@ import (
 type statusSpeaker struct{}
 
 func (statusSpeaker) Execute(_ context.Context, effs []effects.Effect) []state.Action {
-	return clusterAck(effs)
+	return fakespeaker.Ack(effs)
 }
 
 func (statusSpeaker) Inspect(_ context.Context, addr netip.Addr, advertised bool) ([]effects.NeighborInfo, error) {

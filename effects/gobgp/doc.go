@@ -10,7 +10,8 @@
 //     (a neighbor's remaining effects stop at its first error; the other
 //     neighbors go on), and for each server effect one state.ServerApplied
 //     or state.ServerApplyFailed. AddPath, DeletePath, SetAdd, SetDel and
-//     ResetOut run in the order given; each AddPath and DeletePath reports
+//     ResetOut run in the order given (a run of AddPaths is one GoBGP call,
+//     up to 1,024 paths); each AddPath and DeletePath reports
 //     one state.PathApplied or state.PathApplyFailed for its prefix and
 //     generation (docs/routes.md §10), a set or reset-out failure is only
 //     logged. Route and secret-watch effects are not the speaker's and are

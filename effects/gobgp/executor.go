@@ -139,13 +139,18 @@ func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.A
 	// attributes (the cache is made at the first path).
 	out := make([]state.Action, 0, len(effs))
 	var attrs attrCache
-	for _, b := range batches(effs) {
+	bs := batches(effs)
+	for i := 0; i < len(bs); i++ {
+		b := bs[i]
 		switch {
 		case b.path != nil:
 			if attrs == nil {
 				attrs = attrCache{}
 			}
-			if a := e.runPath(ctx, b.path, attrs); a != nil {
+			if n := addRun(bs[i:]); n > 1 {
+				out = e.runAdds(ctx, bs[i:i+n], attrs, out)
+				i += n - 1
+			} else if a := e.runPath(ctx, b.path, attrs); a != nil {
 				out = append(out, a)
 			}
 		case b.server != nil:

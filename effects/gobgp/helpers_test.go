@@ -1,7 +1,6 @@
 package gobgp
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/logbuf"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -52,22 +52,7 @@ func freePort(t *testing.T, addr string) uint16 {
 
 // logBuf collects a test's logs. GoBGP's goroutines outlive the test, so
 // logs go to a buffer (printed when the test fails), never to t.Log.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuf = logbuf.Buffer
 
 // speaker is one executor under test, with its logs and session events.
 type speaker struct {

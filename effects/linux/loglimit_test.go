@@ -1,42 +1,19 @@
 package linux
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/logbuf"
 	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
 )
-
-// lockedBuf is a log sink the executor may write to from any goroutine.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := strings.TrimSpace(l.b.String())
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
-}
 
 // TestBrokenRoutesLogBounded attacks the executor (docs/routes.md §9.7
 // rule 3): 2,000 learned routes whose next hop is not on-link, through the
@@ -47,7 +24,7 @@ func (l *lockedBuf) lines() []string {
 // 6,000 lines here; 20,000 routes: ~330 MB of log an hour).
 func TestBrokenRoutesLogBounded(t *testing.T) {
 	n := newNS(t)
-	var sink lockedBuf
+	var sink logbuf.Buffer
 	e := New(n.h, Options{Logger: slog.New(slog.NewTextHandler(&sink, nil))})
 	const routes, attempts = 2000, 3
 	ev := learnedEvent(routes)
@@ -92,7 +69,7 @@ func TestBrokenRoutesLogBounded(t *testing.T) {
 		}
 		return true
 	})
-	got := sink.lines()
+	got := sink.Lines()
 	t.Logf("%d routes x %d attempts not on-link: %d log lines, %d problems %q", routes, attempts, len(got), len(probs), probs)
 	if len(probs) != 1 || !strings.Contains(probs[0], fmt.Sprintf("%d routes failed", routes)) {
 		t.Errorf("problems %q, want one counting %d routes", probs, routes)

@@ -2,7 +2,6 @@ package vpp
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/probe"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -75,13 +75,4 @@ func waitReadyz(t *testing.T, url string, code int, want string) string {
 	return body
 }
 
-func httpGet(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
+func httpGet(t *testing.T, url string) (int, string) { return probe.Get(t, url) }

@@ -7,7 +7,7 @@ import (
 )
 
 const sampleOutput = `goos: linux
-pkg: github.com/peeragent/peeragent/cmd/peeragent
+pkg: github.com/peeragent/peeragent/e2e
 BenchmarkConvergence/mesh=1000-2  1  900000000 ns/op  0.9 agent-s  1.10 agent/floor  999 neighbors
 BenchmarkConvergence/mesh=1000-2  1  800000000 ns/op  0.8 agent-s  1.30 agent/floor  999 neighbors
 BenchmarkConvergence/mesh=1000-2  1  700000000 ns/op  0.7 agent-s  1.20 agent/floor  999 neighbors
@@ -83,5 +83,19 @@ func TestScrapeTarget(t *testing.T) {
 	r, _ = parseBench(strings.NewReader("BenchmarkScrape/routes=100000-2  10  3592503160 ns/op  698.3 cpu-ms/scrape\n"))
 	if card, met, _ := scorecard(r); met != 0 {
 		t.Errorf("a 3.6 s scrape counts as met:\n%s", card)
+	}
+}
+
+func TestKeptPartStartsAtTheFirstKeptHeading(t *testing.T) {
+	doc := "# Performance\n\n## Result\n\nx\n\n## Mesh simulation beside BIRD (make mesh-sim)\n\nm\n\n## GoBGP releases side by side (floor, no agent)\n\ng\n"
+	if got, want := keptPart(doc), "\n## Mesh simulation beside BIRD (make mesh-sim)\n\nm\n\n## GoBGP releases side by side (floor, no agent)\n\ng\n"; got != want {
+		t.Errorf("keptPart = %q, want %q", got, want)
+	}
+	if got := keptPart("# Performance\n\n## Result\n"); got != "" {
+		t.Errorf("keptPart of a document without kept parts = %q, want empty", got)
+	}
+	only := "# P\n\n## GoBGP releases side by side\n\ng\n"
+	if got := keptPart(only); got != "\n## GoBGP releases side by side\n\ng\n" {
+		t.Errorf("keptPart = %q", got)
 	}
 }

@@ -1,6 +1,6 @@
 package main
 
-// method is how the benchmarks measure (cmd/peeragent/bench*_test.go).
+// method is how the benchmarks measure (e2e/bench*_test.go).
 const method = `Everything runs in one process per ` + "`go test`" + ` invocation: the real agent loop of
 agent/ (Loop: Dispatch, Reduce, Diff, effects on their own goroutine, results fed back)
 over the real GoBGP executor (effects/gobgp), on an embedded GoBGP v4.8.0 listening on
@@ -78,13 +78,13 @@ the event and its results, per route: the State and the executor's record of the
 *BenchmarkBestPathChange* (reducer) moves one prefix's best path with 10,000 learned prefixes
 installed: Reduce, Diff and the call on an instant dataplane, per change.
 
-**Scrapes** (cmd/peeragent BenchmarkScrape; docs/semantics.md §7): the loop over the GoBGP
+**Scrapes** (e2e BenchmarkScrape; docs/semantics.md §7): the loop over the GoBGP
 executor (--dataplane none) peers with a second GoBGP on 127.0.0.2 that originates 100,000 /32s;
 once the State has them all, GET /metrics through the metrics handler, 20 times. ns/op is the
 wall time of one; *cpu-ms/scrape* the process's CPU time over them, per scrape (the speaker's
 goroutines included).
 
-**Heap per learned route** (cmd/peeragent BenchmarkLearnedHeap; docs/routes.md §9.9): the agent
+**Heap per learned route** (e2e BenchmarkLearnedHeap; docs/routes.md §9.9): the agent
 of BenchmarkScrape learns 100,000 /32s; the live heap it gained, less the peer's own (measured
 alone), per route is *total-B/route*; *agent-B/route* is the State's share (the Reduce of the
 same best paths, measured alone), *speaker-B/route* the rest (GoBGP's Adj-RIB-In and RIB, the
@@ -102,7 +102,7 @@ with the number of neighbors where v4.8.0 offers one that does not. What each re
 | DeletePeer | ` + "`" + `ListPeer` + "`" + ` by address (currentPeer), for the peer's AS and password: GoBGP compares every neighbor's address (2.3 ms at 10,000) | the executor's record of the peers it configured keeps their AS and whether they have a password (effects/gobgp/peerops.go) |
 | UpdatePeer | the same ` + "`" + `ListPeer` + "`" + ` when the record lacked the peer or had other route-reflector settings | the record alone (it is exact: the executor is the speaker's only writer); a peer not in it is added |
 | SetPolicy (a BGPFilter attached, detached, re-attached with other CIDRs) | ` + "`" + `DeletePolicy` + "`" + ` (builds every neighbor's ID, G ` + "`" + `pkg/server/server.go` + "`" + ` L4318, then scans every statement), ` + "`" + `DeleteDefinedSet` + "`" + ` whole (scans every policy's statements), ` + "`" + `Add` + "`" + `/` + "`" + `DeletePolicyAssignment` + "`" + ` (O(assigned policies)), leaving the custom neighbor set (` + "`" + `NeighborSet.Remove` + "`" + `, O(members), G ` + "`" + `internal/pkg/table/policy.go` + "`" + ` L647) | in place: the neighbor's objects are made once and kept, its filter set switched between its address and the unspecified one (two edits of a one-entry set), its prefix sets rewritten in place, then the soft reset (docs/routes.md §8.3 rule 12) |
-| AddPath, DeletePath | none of the executor's (the record of configured peers answers ResetOut) | one Execute's own IPv4 paths share their attribute list |
+| AddPath, DeletePath | none of the executor's (the record of configured peers answers ResetOut) | one Execute's own IPv4 paths share their attribute list; a run of add-paths is one AddPath call (up to 1,024 paths: one trip through GoBGP's management loop, not one a path) |
 
 What stays O(neighbors) is GoBGP's own, only where v4.8.0 has no other call: a BGPFilter of another
 shape and the removal of a neighbor that has policy objects of its own (` + "`" + `DeletePolicy` + "`" + `, whole-set

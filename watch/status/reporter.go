@@ -8,9 +8,13 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -23,6 +27,10 @@ type Config struct {
 	Group    string // resolved: crd.projectcalico.org/v1 or projectcalico.org/v3
 	Node     string // this node: the CalicoNodeStatus objects whose spec.node it is
 	Recorder record.EventRecorder
+	// Events, when Recorder is nil: the client whose Events API the
+	// Reporter's own recorder writes to (source component peeragent, host
+	// Node); Run flushes it when it returns.
+	Events   kubernetes.Interface
 	Version  string        // the agent's version, shown as the daemons' version
 	Log      *slog.Logger  // nil: slog.Default()
 	EventGap time.Duration // minimum time between two batches of Events on one object; 0: DefaultEventGap
@@ -39,6 +47,8 @@ type Reporter struct {
 	log    *slog.Logger
 	events *eventLog
 	nodes  *nodeStatuses
+	// broadcaster is the recorder's of Config.Events (nil: Config.Recorder).
+	broadcaster record.EventBroadcaster
 
 	mu     sync.Mutex
 	latest *state.State
@@ -47,12 +57,18 @@ type Reporter struct {
 
 // New checks cfg; nothing talks to the API server before Run.
 func New(cfg Config) (*Reporter, error) {
-	if cfg.Dynamic == nil || cfg.Recorder == nil || cfg.Node == "" {
-		return nil, errors.New("status reporter: a dynamic client, a recorder and the node name are required")
+	if cfg.Dynamic == nil || (cfg.Recorder == nil && cfg.Events == nil) || cfg.Node == "" {
+		return nil, errors.New("status reporter: a dynamic client, a recorder or an Events client, and the node name are required")
 	}
 	gv, err := schema.ParseGroupVersion(cfg.Group)
 	if err != nil || gv.Group == "" {
 		return nil, fmt.Errorf("status reporter: API group %q: want a group/version", cfg.Group)
+	}
+	var b record.EventBroadcaster
+	if cfg.Recorder == nil {
+		b = record.NewBroadcaster()
+		cfg.Recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "peeragent", Host: cfg.Node})
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cfg.Events.CoreV1().Events("")})
 	}
 	if cfg.EventGap <= 0 {
 		cfg.EventGap = DefaultEventGap
@@ -62,7 +78,7 @@ func New(cfg Config) (*Reporter, error) {
 		log = slog.Default()
 	}
 	r := &Reporter{cfg: cfg, gvr: gv.WithResource("caliconodestatuses"), log: log,
-		events: newEventLog(cfg.Recorder, cfg.Group, cfg.EventGap), wake: make(chan struct{}, 1)}
+		events: newEventLog(cfg.Recorder, cfg.Group, cfg.EventGap), wake: make(chan struct{}, 1), broadcaster: b}
 	r.nodes = &nodeStatuses{client: cfg.Dynamic.Resource(r.gvr), node: cfg.Node, version: cfg.Version,
 		log: log, written: map[string]time.Time{}}
 	return r, nil
@@ -91,8 +107,12 @@ func (r *Reporter) current() *state.State {
 }
 
 // Run watches this cluster's CalicoNodeStatus objects and reports the
-// latest State whenever it or they change, until ctx ends.
+// latest State whenever it or they change, until ctx ends; then it flushes
+// the Events its own recorder holds (Config.Events).
 func (r *Reporter) Run(ctx context.Context) {
+	if r.broadcaster != nil {
+		defer r.broadcaster.Shutdown()
+	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(r.cfg.Dynamic, r.gvr, "", 0, cache.Indexers{}, nil).Informer()
 	poke := func(any) { r.poke() }
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke,

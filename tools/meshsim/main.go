@@ -1,0 +1,189 @@
+// Command meshsim simulates N Kubernetes nodes of a Calico cluster on this
+// machine and measures their BGP speakers side by side: one network
+// namespace per node on a shared bridge (real packets), the node-to-node
+// mesh, one pod block per node; run once with one peeragent per node
+// (--dataplane linux, from a manifest directory written for the node) and
+// once with one BIRD 2 per node configured as calico-node's confd
+// configures it. Per speaker it reports RSS, the CPU to converge, idle CPU,
+// the re-convergence after SIGKILL and restart of 20% of the nodes, the
+// connections made and refused meanwhile, and the route changes observer
+// nodes (never restarted) saw in their kernels: a markdown table, and with
+// -doc the "Mesh simulation" section of docs/performance.md. `make
+// mesh-sim N=…` runs it; it needs root, iproute2 and BIRD 2.
+//
+// Everything it makes (namespaces named meshsim-PID-…, processes, a
+// temporary directory) is removed when it ends, on an error or on
+// SIGINT/SIGTERM too; the speakers die with it if it is killed (Pdeathsig),
+// and -cleanup removes the namespaces and the work directory such a run left.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	n          int
+	speakers   []string
+	idle       time.Duration
+	settle     time.Duration
+	restart    float64
+	observers  int
+	timeout    time.Duration
+	agentBin   string
+	birdBin    string
+	agentFlags []string
+	keep       bool
+	md         string
+	doc        string
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func main() {
+	var c config
+	var speakers string
+	var af listFlag
+	cleanup := flag.Bool("cleanup", false, "remove the namespaces of earlier runs that were killed, and exit")
+	flag.IntVar(&c.n, "n", 10, "number of nodes")
+	flag.StringVar(&speakers, "speakers", "peeragent,bird", "speakers to run, in order: peeragent, bird")
+	flag.DurationVar(&c.idle, "idle", 20*time.Second, "window over which idle CPU is measured, after convergence")
+	flag.DurationVar(&c.settle, "settle", 5*time.Second, "wait after each convergence before the next measurement")
+	flag.Float64Var(&c.restart, "restart", 0.2, "fraction of the nodes killed (SIGKILL) and restarted")
+	flag.IntVar(&c.observers, "observers", 3, "nodes (never restarted) whose kernel route changes are counted")
+	flag.DurationVar(&c.timeout, "timeout", 0, "bound on each convergence (default 60 s + 1 s per node)")
+	flag.StringVar(&c.agentBin, "peeragent", "", "peeragent binary (default: built from ./cmd/peeragent)")
+	flag.StringVar(&c.birdBin, "bird", "", "bird binary (default: from PATH or /usr/sbin)")
+	flag.Var(&af, "agent-flag", "extra flag for peeragent run (repeatable)")
+	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (configs, logs) and print its path")
+	flag.StringVar(&c.md, "md", "", "also write the markdown table to this file")
+	flag.StringVar(&c.doc, "doc", "", "write the results section into this document (docs/performance.md)")
+	flag.Parse()
+	c.agentFlags = af
+	c.speakers = strings.Split(speakers, ",")
+	if c.timeout == 0 {
+		c.timeout = 60*time.Second + time.Duration(c.n)*time.Second
+	}
+	if *cleanup {
+		removed, err := cleanupStale()
+		fmt.Printf("removed %d namespaces and work directories %v\n", len(removed), removed)
+		if err != nil {
+			fatal(err)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "meshsim:", err)
+	os.Exit(1)
+}
+
+func run(ctx context.Context, c config) error {
+	rep, err := measure(ctx, c)
+	if err != nil {
+		return err
+	}
+	table := rep.markdown()
+	fmt.Print(table)
+	if c.md != "" {
+		if err := os.WriteFile(c.md, []byte(table), 0o644); err != nil {
+			return err
+		}
+	}
+	if c.doc != "" {
+		return writeDoc(c.doc, rep.section())
+	}
+	return nil
+}
+
+// measure runs the simulation once per speaker, each in a topology of its
+// own, removed before the next.
+func measure(ctx context.Context, c config) (rep report, err error) {
+	if os.Geteuid() != 0 {
+		return rep, fmt.Errorf("needs root (network namespaces)")
+	}
+	if c.n < 2 || c.n > 250 {
+		return rep, fmt.Errorf("-n %d: want 2 to 250", c.n)
+	}
+	// Named after the pid, as the namespaces are, for -cleanup.
+	work, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", nsPrefix, os.Getpid()))
+	if err != nil {
+		return rep, err
+	}
+	defer func() {
+		if c.keep {
+			fmt.Fprintln(os.Stderr, "meshsim: work directory kept:", work)
+			return
+		}
+		if rerr := os.RemoveAll(work); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	var sps []speaker
+	for _, s := range c.speakers {
+		sp, err := newSpeaker(ctx, s, c, work)
+		if err != nil {
+			return rep, err
+		}
+		sps = append(sps, sp)
+	}
+	rep = report{n: c.n, loadBefore: loadavg(), started: time.Now()}
+	for _, sp := range sps {
+		fmt.Fprintf(os.Stderr, "meshsim: %s, %d nodes (load %s)\n", sp.name(), c.n, loadavg())
+		r, err := simulate(ctx, c, sp, work)
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", sp.name(), err)
+		}
+		rep.runs = append(rep.runs, r)
+	}
+	rep.loadAfter = loadavg()
+	rep.elapsed = time.Since(rep.started)
+	return rep, nil
+}
+
+func newSpeaker(ctx context.Context, name string, c config, work string) (speaker, error) {
+	switch name {
+	case "peeragent":
+		bin := c.agentBin
+		if bin == "" {
+			bin = filepath.Join(work, "peeragent")
+			fmt.Fprintln(os.Stderr, "meshsim: go build ./cmd/peeragent")
+			cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/peeragent")
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				return nil, fmt.Errorf("go build ./cmd/peeragent (run from the repository's root): %w", err)
+			}
+		}
+		return agent{bin: bin, extra: c.agentFlags}, nil
+	case "bird":
+		bin := c.birdBin
+		if bin == "" {
+			var err error
+			if bin, err = exec.LookPath("bird"); err != nil {
+				if _, serr := os.Stat("/usr/sbin/bird"); serr != nil {
+					return nil, fmt.Errorf("bird not found (install bird2): %w", err)
+				}
+				bin = "/usr/sbin/bird"
+			}
+		}
+		return bird{bin: bin}, nil
+	}
+	return nil, fmt.Errorf("-speakers: unknown speaker %q (want peeragent or bird)", name)
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	birdrig "github.com/peeragent/peeragent/internal/testrig/bird"
+)
+
+func TestWriteDocReplacesItsSectionOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "performance.md")
+	before := "# Performance\n\n## Result\n\nr\n\n" + sectionHeading + "\n\nold table\n\n## GoBGP releases side by side\n\ng\n"
+	if err := os.WriteFile(path, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeDoc(path, sectionHeading+"\n\nnew table\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	want := "# Performance\n\n## Result\n\nr\n\n" + sectionHeading + "\n\nnew table\n\n## GoBGP releases side by side\n\ng\n"
+	if string(got) != want {
+		t.Errorf("document:\n%s\nwant:\n%s", got, want)
+	}
+	// Without the section, it is appended.
+	if err := os.WriteFile(path, []byte("# Performance\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeDoc(path, sectionHeading+"\n\nt\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = os.ReadFile(path)
+	if string(got) != "# Performance\n\n"+sectionHeading+"\n\nt\n" {
+		t.Errorf("document: %q", got)
+	}
+}
+
+// TestBirdConfigParses has BIRD 2 parse the configuration of one node of
+// a 3-node mesh (bird -p: parse and exit).
+func TestBirdConfigParses(t *testing.T) {
+	birdrig.Require(t)
+	topo := newTopology(3, "test")
+	for _, nd := range topo.nodes {
+		dir := t.TempDir()
+		if err := (bird{}).prepare(topo, nd, dir); err != nil {
+			t.Fatal(err)
+		}
+		bin, err := exec.LookPath("bird")
+		if err != nil {
+			bin = "/usr/sbin/bird"
+		}
+		cmd := exec.Command(bin, "-p", "-c", filepath.Join(dir, "bird.cfg"))
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: bird -p: %v\n%s", nd.name, err, out)
+		}
+		cfg, _ := os.ReadFile(filepath.Join(dir, "bird.cfg"))
+		// Passive toward the peers whose address text sorts higher.
+		if n := strings.Count(string(cfg), "passive on;"); n != 3-nd.index {
+			t.Errorf("%s: %d passive sessions, want %d", nd.name, n, 3-nd.index)
+		}
+	}
+}
+
+// TestSmoke runs the whole simulation at N=3 with short windows. It makes
+// namespaces and runs both speakers, so it runs only when asked
+// (MESHSIM_SMOKE=1, as root, with bird2): not part of make test.
+func TestSmoke(t *testing.T) {
+	if os.Getenv("MESHSIM_SMOKE") != "1" {
+		t.Skip("set MESHSIM_SMOKE=1 (root, bird2) to run the 3-node simulation")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "peeragent")
+	build := exec.Command("go", "build", "-o", bin, "github.com/peeragent/peeragent/cmd/peeragent")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := config{n: 3, speakers: []string{"peeragent", "bird"}, idle: time.Second, settle: time.Second,
+		restart: 0.2, observers: 2, timeout: time.Minute, agentBin: bin}
+	rep, err := measure(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", rep.markdown())
+	if len(rep.runs) != 2 {
+		t.Fatalf("%d runs, want 2", len(rep.runs))
+	}
+	for _, r := range rep.runs {
+		if r.converge <= 0 || r.reconverge <= 0 || len(r.rss) != 3 || len(r.cpuConverge) != 3 || len(r.idleCPU) != 3 {
+			t.Errorf("%s: incomplete result %+v", r.speaker, r)
+		}
+		for i, v := range r.rss {
+			if v <= 0 || r.cpuConverge[i] <= 0 {
+				t.Errorf("%s: node %d: RSS %d, CPU %v", r.speaker, i+1, v, r.cpuConverge[i])
+			}
+		}
+		if len(r.restarted) != 1 || r.sessions != 2 || len(r.observers) != 2 {
+			t.Errorf("%s: restarted %v (%d sessions), observers %v; want 1 node, 2 sessions, 2 observers", r.speaker, r.restarted, r.sessions, r.observers)
+		}
+		// Graceful restart keeps the observers' kernels untouched.
+		if r.routeDel != 0 {
+			t.Errorf("%s: observers saw %d route deletes: %v", r.speaker, r.routeDel, r.routeSeen)
+		}
+	}
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	if mine := fmt.Sprintf("%s%d-", nsPrefix, os.Getpid()); strings.Contains(string(out), mine) {
+		t.Errorf("namespaces %s* left behind:\n%s", mine, out)
+	}
+}
