@@ -60,7 +60,7 @@ func main() {
 	cleanup := flag.Bool("cleanup", false, "remove the namespaces of earlier runs that were killed, and exit")
 	sizes := flag.String("n", "10", "number of nodes; a comma-separated list runs each size in turn (10,30: a table each and RSS fitted per neighbor)")
 	flag.StringVar(&speakers, "speakers", "peeragent,bird", "speakers to run, in order: peeragent, bird")
-	flag.DurationVar(&c.idle, "idle", 20*time.Second, "window over which idle CPU is measured, after convergence")
+	flag.DurationVar(&c.idle, "idle", 60*time.Second, "window over which idle CPU is measured, after convergence (60 s: two of GoBGP's 30 s keepalives and the agent's 30 s route rescans, 30 of BIRD's 2 s kernel and device scans)")
 	flag.DurationVar(&c.settle, "settle", 5*time.Second, "wait after each convergence before the next measurement")
 	flag.Float64Var(&c.restart, "restart", 0.2, "fraction of the nodes killed (SIGKILL) and restarted")
 	flag.IntVar(&c.observers, "observers", 3, "nodes (never restarted) whose kernel route changes are counted")
@@ -152,7 +152,7 @@ func measure(ctx context.Context, c config) (rep report, err error) {
 		}
 		sps = append(sps, sp)
 	}
-	rep = report{sizes: c.sizes, loadBefore: loadavg(), started: time.Now()}
+	rep = report{sizes: c.sizes, idle: c.idle, settle: c.settle, loadBefore: loadavg(), started: time.Now()}
 	for _, n := range c.sizes {
 		cn := c
 		cn.n = n

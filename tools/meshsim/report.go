@@ -12,6 +12,8 @@ import (
 // report is every run of one invocation, for the table and the document.
 type report struct {
 	sizes      []int
+	idle       time.Duration // the idle window
+	settle     time.Duration
 	runs       []runResult // in the order run: per size, per speaker
 	loadBefore string
 	loadAfter  string
@@ -105,6 +107,7 @@ func (rep report) markdown() string {
 		i = j
 	}
 	b.WriteString(rep.fit())
+	fmt.Fprintf(&b, "Idle window %v after a settle time of %v. ", rep.idle, rep.settle)
 	fmt.Fprintf(&b, "Load average %s (1, 5, 15 min) as the run began, %s as it ended; %v; %d CPUs; %s.\n",
 		rep.loadBefore, rep.loadAfter, rep.elapsed.Round(time.Second), runtime.NumCPU(), runtime.Version())
 	return b.String()
