@@ -58,7 +58,7 @@ type Loop struct {
 type LoopConfig struct {
 	Initial   state.State
 	Speaker   effects.Executor
-	Dataplane effects.Executor // the dataplane executor (effects/linux, effects/vpp, or vpp.Disabled: none)
+	Dataplane effects.Executor // the dataplane executor (effects/linux, effects/vpp, or effects.NoDataplane: none)
 	Secrets   SecretWatcher
 	Services  ServiceWatcher // nil: no source of services (the effects are dropped)
 	Log       *slog.Logger

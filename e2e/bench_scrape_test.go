@@ -17,8 +17,8 @@ import (
 	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/peeragent/peeragent/agent"
+	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/effects/gobgp"
-	"github.com/peeragent/peeragent/effects/vpp"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -81,7 +81,7 @@ func startLearnedAgent(b testing.TB, n int, limit uint32) (*agent.Loop, func()) 
 	exec := gobgp.New(gobgp.Options{ListenAddresses: []string{"127.0.0.1"}, Logger: log, GoBGPLevel: slog.LevelError})
 	// The prefix limit (docs/routes.md §9.9) raised to what the peer sends.
 	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{MaxPrefixes: limit}), Speaker: exec,
-		Dataplane: vpp.Disabled(log), Log: log, Journal: 1000})
+		Dataplane: effects.NoDataplane{}, Log: log, Journal: 1000})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 3)
 	go func() { l.Run(ctx); done <- struct{}{} }()

@@ -24,10 +24,18 @@ type field struct {
 	get   func(*state.Neighbor) string
 }
 
+// byValue compares, by field name, the values themselves where get shows
+// less than the value: the password's fingerprint has 32 bits, and a
+// rotation to a key that shares it must still be applied and reset the
+// session.
+var byValue = map[string]func(a, b *state.Neighbor) bool{
+	"password": func(a, b *state.Neighbor) bool { return a.Password == b.Password },
+}
+
 var fields = []field{
 	{"peerASN", true, func(n *state.Neighbor) string { return fmt.Sprint(n.PeerASN) }},
 	{"localASN", true, func(n *state.Neighbor) string { return fmt.Sprint(n.LocalASN) }},
-	{"password", true, func(n *state.Neighbor) string { return orNone(n.Password.Fingerprint()) }},
+	{"password", true, func(n *state.Neighbor) string { return orNone(n.Password.Fingerprint()) }}, // byValue
 	{"port", true, func(n *state.Neighbor) string { return fmt.Sprint(n.Port) }},
 	{"sourceAddress", true, func(n *state.Neighbor) string { return addrOrDash(n.SourceAddress.String()) }},
 	{"passive", true, func(n *state.Neighbor) string { return fmt.Sprint(n.Passive) }},
@@ -64,10 +72,18 @@ func orNone(s string) string {
 func Classify(old, cur *state.Neighbor) (changes []Change, reset bool) {
 	for _, f := range fields {
 		a, b := f.get(old), f.get(cur)
-		if a != b {
-			changes = append(changes, Change{Field: f.name, Old: a, New: b, Reset: f.reset})
-			reset = reset || f.reset
+		differ := a != b
+		if same, ok := byValue[f.name]; ok {
+			differ = !same(old, cur)
 		}
+		if !differ {
+			continue
+		}
+		if a == b {
+			b += " (another value)" // the same fingerprint
+		}
+		changes = append(changes, Change{Field: f.name, Old: a, New: b, Reset: f.reset})
+		reset = reset || f.reset
 	}
 	return changes, reset
 }
@@ -111,6 +127,9 @@ func Summary(n *state.Neighbor) string {
 	}
 	if n.KeepaliveSeconds != 0 {
 		fmt.Fprintf(&b, " keepalive=%ds", n.KeepaliveSeconds)
+	}
+	if n.MaxPrefixes != state.DefaultMaxPrefixes {
+		fmt.Fprintf(&b, " max-prefixes=%d", n.MaxPrefixes) // docs/routes.md §9.9
 	}
 	fmt.Fprintf(&b, " gr=%ds families=%s", n.GracefulRestartSeconds, strings.Join(n.Families, ","))
 	return b.String()

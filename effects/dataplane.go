@@ -152,6 +152,21 @@ func ApplyRoutes(ctx context.Context, dp Dataplane, effs []Effect) []state.Actio
 	return append(out, rescans...)
 }
 
+// NoDataplane is the executor of --dataplane none: no table, so it
+// installs nothing, reports every route as skipped and lists nothing, as
+// "none" (ApplyRoutes and ListRoutes over no Dataplane). It passes the
+// dataplane conformance suite (internal/testrig/dataplane) with a
+// capability table that says so.
+type NoDataplane struct{}
+
+var _ Executor = NoDataplane{}
+
+// Execute reports every route of effs as skipped, and each RescanRoutes
+// as an empty listing.
+func (NoDataplane) Execute(ctx context.Context, effs []Effect) []state.Action {
+	return ApplyRoutes(ctx, nil, effs)
+}
+
 // ListRoutes is the start-up fact of docs/routes.md §9.6: dp's own routes,
 // normal and sorted by prefix. With a nil dp (--dataplane none) nothing is
 // owned: the list is empty, and named "none".

@@ -21,6 +21,7 @@
 //   - The executors live in sub-packages (effects/gobgp, effects/vpp,
 //     effects/linux); this package imports neither GoBGP, govpp nor
 //     netlink. It holds the Dataplane interface the route executors share,
+//     NoDataplane (the executor of --dataplane none: every route skipped),
 //     and Runner, the one optional interface of an executor that reports
 //     facts back (Run(ctx, dispatch): effects/vpp's link), which
 //     cmd/peeragent's supervisor starts and restarts as a part of its own.

@@ -3,6 +3,7 @@ package golden
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -111,44 +112,20 @@ func EffectsText(steps []Step) string {
 	return b.String()
 }
 
-// Describe names an action and its object in a few words.
+// Describe names an action and its object in a few words: an input
+// object by its key (state.InputKinds).
 func Describe(a state.Action) string {
 	id := ""
+	if in := state.InputOf(a); in != nil {
+		id, _ = in.ActionKey(a)
+	}
 	switch a := a.(type) {
-	case state.PeerUpserted:
-		id = a.Peer.Name
-	case state.PeerDeleted:
-		id = a.Name
-	case state.NodeUpserted:
-		id = a.Node.Name
-	case state.NodeDeleted:
-		id = a.Name
-	case state.ConfigUpserted:
-		id = a.Config.Name
-	case state.ConfigDeleted:
-		id = a.Name
-	case state.FilterUpserted:
-		id = a.Filter.Name
-	case state.FilterDeleted:
-		id = a.Name
-	case state.SecretUpserted:
-		id = a.Secret.Name
-	case state.SecretDeleted:
-		id = a.Name
 	case state.SourceSynced:
 		id = string(a.Kind)
-	case state.PeerApplied:
-		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
-	case state.PeerApplyFailed:
-		id = fmt.Sprintf("%s gen=%d", a.Address, a.Gen)
-	case state.TableRouteApplied:
-		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
-	case state.TableRouteApplyFailed:
-		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
-	case state.PathApplied:
-		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
-	case state.PathApplyFailed:
-		id = fmt.Sprintf("%s gen=%d", a.Prefix, a.Gen)
+	case state.PeerApplied, state.PeerApplyFailed, state.TableRouteApplied, state.TableRouteApplyFailed,
+		state.PathApplied, state.PathApplyFailed:
+		v := reflect.ValueOf(a) // a result: its Address or Prefix first, and its Gen
+		id = fmt.Sprintf("%v gen=%d", v.Field(0).Interface(), v.FieldByName("Gen").Uint())
 	case state.RoutesListed:
 		id = a.Dataplane
 	case state.BestPathsChanged:
@@ -166,26 +143,6 @@ func Describe(a state.Action) string {
 		id = fmt.Sprintf("%s %s", a.Address, a.State)
 	case state.InputProblemsReported:
 		id = a.Source
-	case state.BlockAffinityUpserted:
-		id = a.Affinity.Name
-	case state.BlockAffinityDeleted:
-		id = a.Name
-	case state.IPPoolUpserted:
-		id = a.Pool.Name
-	case state.IPPoolDeleted:
-		id = a.Name
-	case state.PodUpserted:
-		id = a.Pod.Key()
-	case state.PodDeleted:
-		id = a.Namespace + "/" + a.Name
-	case state.ServiceUpserted:
-		id = a.Service.Key()
-	case state.ServiceDeleted:
-		id = a.Namespace + "/" + a.Name
-	case state.EndpointSliceUpserted:
-		id = a.Slice.Key()
-	case state.EndpointSliceDeleted:
-		id = a.Namespace + "/" + a.Name
 	}
 	return strings.TrimSpace(a.ActionName() + " " + id)
 }

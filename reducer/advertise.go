@@ -73,28 +73,9 @@ func (t *tx) derivePath(k string, p netip.Prefix) {
 		nh = l.Addr(p.Addr().Is6())
 	}
 	pool, noBGP := t.poolOf(p)
-	var origins []string
-	var probs []state.Problem
 	full := uint8(p.Addr().BitLen())
 	t.setMember(state.SetMember{Set: state.SetName(state.SetOwn, p), Prefix: p, Min: uint8(p.Bits()), Max: full}, len(own) > 0)
-	for _, name := range own {
-		obj := affinityObject(name)
-		switch {
-		case pool == nil && t.pendingDeletion(name):
-			// docs/routes.md §8.1 rule 2: BIRD's calico_aggr accepts no
-			// pendingDeletion block, and outside every pool nothing else does.
-			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("block %s is outside every IPPool and pendingDeletion; not advertised (its drop route stays)", p)})
-			continue
-		case pool == nil:
-			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("block %s is outside every IPPool; advertised", p)})
-		}
-		switch {
-		case !nh.IsValid():
-			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("node has no %s address; block %s is not advertised", family(p), p)})
-		case !noBGP:
-			origins = append(origins, obj)
-		}
-	}
+	origins, probs := t.blockOrigins(p, own, pool != nil, noBGP, nh)
 	if len(pods) > 0 && nh.IsValid() && pool != nil && !noBGP && !t.insideOwnBlock(p) {
 		for _, pk := range pods {
 			origins = append(origins, podObject(pk))
@@ -124,6 +105,32 @@ func (t *tx) derivePath(k string, p netip.Prefix) {
 	if !n.Equal(old) {
 		t.s.Out.Advertised = t.s.Out.Advertised.Set(k, n)
 	}
+}
+
+// blockOrigins are the origins a block of this node's affinities own gives
+// its path, and the affinities' problems (docs/routes.md §8.1 rules 2 and
+// 6, §11.1): inPool, whether some IPPool holds the block; noBGP, whether
+// that pool disables BGP export; nh, this node's address of its family.
+func (t *tx) blockOrigins(p netip.Prefix, own []string, inPool, noBGP bool, nh netip.Addr) (origins []string, probs []state.Problem) {
+	for _, name := range own {
+		obj := affinityObject(name)
+		switch {
+		case !inPool && t.pendingDeletion(name):
+			// docs/routes.md §8.1 rule 2: BIRD's calico_aggr accepts no
+			// pendingDeletion block, and outside every pool nothing else does.
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("block %s is outside every IPPool and pendingDeletion; not advertised (its drop route stays)", p)})
+			continue
+		case !inPool:
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("block %s is outside every IPPool; advertised", p)})
+		}
+		switch {
+		case !nh.IsValid():
+			probs = append(probs, state.Problem{Object: obj, Reason: fmt.Sprintf("node has no %s address; block %s is not advertised", family(p), p)})
+		case !noBGP:
+			origins = append(origins, obj)
+		}
+	}
+	return origins, probs
 }
 
 func family(p netip.Prefix) string {

@@ -58,7 +58,28 @@ func compilePeer(p *state.BGPPeer) (*state.PeerEntry, []state.Problem) {
 		checkReach(e, bad)
 	}
 	e.Valid = len(probs) == 0
+	// After Valid: a bad annotation is a problem, never a reason to drop
+	// the peer (its neighbors keep --max-prefixes).
+	e.MaxPrefixes = checkMaxPrefixes(p.Annotations, bad)
 	return e, probs
+}
+
+// checkMaxPrefixes reads the annotation AnnotationMaxPrefixes
+// (docs/routes.md §9.9): a whole number of routes from 1 to 4294967295, as
+// --max-prefixes takes. Absent or invalid, 0: the flag's limit applies.
+// Zero is refused rather than read as "no limit": every neighbor has one.
+func checkMaxPrefixes(ann map[string]string, bad func(string, ...any)) uint32 {
+	text, ok := ann[state.AnnotationMaxPrefixes]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseUint(text, 10, 32)
+	if err != nil || n == 0 {
+		bad("annotation %s %q is not a whole number of routes from 1 to 4294967295: its neighbors keep the --max-prefixes limit",
+			state.AnnotationMaxPrefixes, text)
+		return 0
+	}
+	return uint32(n)
 }
 
 // checkReach refuses a reachableBy gateway no route can use: one of the

@@ -15,52 +15,14 @@ import (
 func Reduce(s state.State, a state.Action) state.State {
 	t := &tx{s: s, dirty: map[string]struct{}{}, wasSynced: s.AllSynced(), wasReady: s.RoutesReady()}
 	switch a := a.(type) {
-	case state.PeerUpserted:
-		t.upsertPeer(&a.Peer)
-	case state.PeerDeleted:
-		t.deletePeer(a.Name)
-	case state.NodeUpserted:
-		t.upsertNode(&a.Node)
-	case state.NodeDeleted:
-		t.deleteNode(a.Name)
-	case state.ConfigUpserted:
-		t.upsertConfig(&a.Config)
-	case state.ConfigDeleted:
-		t.deleteConfig(a.Name)
-	case state.FilterUpserted:
-		t.upsertFilter(&a.Filter)
-	case state.FilterDeleted:
-		t.deleteFilter(a.Name)
-	case state.SecretUpserted:
-		t.upsertSecret(&a.Secret)
-	case state.SecretDeleted:
-		t.deleteSecret(a.Name)
 	case state.SourceSynced:
 		t.synced(a)
 	case state.InputProblemsReported:
 		t.inputProblems(a)
-	case state.BlockAffinityUpserted:
-		t.upsertAffinity(&a.Affinity)
-	case state.BlockAffinityDeleted:
-		t.deleteAffinity(a.Name)
-	case state.IPPoolUpserted:
-		t.upsertPool(&a.Pool)
-	case state.IPPoolDeleted:
-		t.deletePool(a.Name)
-	case state.PodUpserted:
-		t.upsertPod(&a.Pod)
-	case state.PodDeleted:
-		t.deletePod(a.Namespace + "/" + a.Name)
-	case state.ServiceUpserted:
-		t.upsertService(&a.Service)
-	case state.ServiceDeleted:
-		t.deleteService(a.Namespace + "/" + a.Name)
-	case state.EndpointSliceUpserted:
-		t.upsertSlice(&a.Slice)
-	case state.EndpointSliceDeleted:
-		t.deleteSlice(a.Namespace + "/" + a.Name)
 	default:
-		if !t.fact(a) {
+		if in := inputs[a.ActionName()]; in != nil {
+			in.reduce(t, a) // an upsert or a deletion (kinds.go)
+		} else if !t.fact(a) {
 			return reduceResult(s, a)
 		}
 	}

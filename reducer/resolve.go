@@ -96,20 +96,7 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 	v6 := c.Addr.Is6()
 	n := &state.Neighbor{Address: c.Addr, Origin: origin(c), LocalASN: t.asnOf(l),
 		Port: defaultPort, SourceAddress: l.Addr(v6), Filters: []string{}}
-	if remote != nil && (c.Node != "" || p.ASN == t.asnOf(remote)) {
-		n.Port = t.portOf(remote.Spec.Name)
-	}
-	if c.Class == state.ClassReverse && p.LocalASN != 0 {
-		// The node side presents the BGPPeer's localASNumber to us.
-		n.PeerASN = p.LocalASN
-	} else if c.Node != "" {
-		n.PeerASN = t.asnOf(remote)
-	} else {
-		n.PeerASN = p.ASN
-	}
-	if remote != nil {
-		n.Passive = c.Addr.String() > l.Addr(v6).String()
-	}
+	t.peering(n, c, p, l, remote)
 	restart := defaultRestartTime
 	var ref *state.SecretKeyRef
 	var probs []state.Problem
@@ -130,6 +117,9 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 	}
 	n.GracefulRestartSeconds = uint32(restartSeconds(restart) / time.Second)
 	n.MaxPrefixes = t.s.Options.MaxPrefixes // docs/routes.md §9.9
+	if p != nil && p.MaxPrefixes != 0 {
+		n.MaxPrefixes = p.MaxPrefixes // the BGPPeer's annotation
+	}
 	if n.PeerASN != n.LocalASN && n.TTLMin == 0 {
 		n.EBGPMultihopTTL = 255
 	}
@@ -149,6 +139,26 @@ func (t *tx) build(k string, c state.Candidate) (*state.Neighbor, []state.Proble
 		probs = append(probs, *pr)
 	}
 	return n, probs
+}
+
+// peering sets the port, the peer's AS number and the passive side of a
+// neighbor (docs/semantics.md §3): a Calico node's port and AS follow the
+// node, and of two Calico nodes the higher address waits to be dialled.
+func (t *tx) peering(n *state.Neighbor, c state.Candidate, p *state.PeerEntry, l, remote *state.NodeEntry) {
+	if remote != nil && (c.Node != "" || p.ASN == t.asnOf(remote)) {
+		n.Port = t.portOf(remote.Spec.Name)
+	}
+	if c.Class == state.ClassReverse && p.LocalASN != 0 {
+		// The node side presents the BGPPeer's localASNumber to us.
+		n.PeerASN = p.LocalASN
+	} else if c.Node != "" {
+		n.PeerASN = t.asnOf(remote)
+	} else {
+		n.PeerASN = p.ASN
+	}
+	if remote != nil {
+		n.Passive = c.Addr.String() > l.Addr(c.Addr.Is6()).String()
+	}
 }
 
 // heldObject is the object a problem about a held-back neighbor names.

@@ -175,7 +175,7 @@ func (t *tx) prefixLimit(k string, a state.SessionStateChanged) {
 			return
 		}
 		t.setProblems("prefixlimit/"+k, []state.Problem{{Object: n.Origin, Reason: fmt.Sprintf(
-			"neighbor %s sent more than %d routes of a family: session held down (raise maxPrefixes, or fix the peer)",
+			"neighbor %s sent more than %d routes of a family: session held down (raise --max-prefixes or the BGPPeer's annotation "+state.AnnotationMaxPrefixes+", or fix the peer)",
 			n.Address, n.MaxPrefixes)}})
 	}
 }

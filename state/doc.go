@@ -9,6 +9,9 @@
 //   - Actions are facts, already converted from Kubernetes or daemon types
 //     into the small value types of this package; this package imports no
 //     client-go, Calico, GoBGP or govpp code.
+//   - Each kind of input object is declared once (InputKind,
+//     inputkinds.go: its Kind, the key of an object, its list in a
+//     SourceSynced, its upsert and deletion); InputKinds lists them all.
 //   - Passwords are of type Password, which redacts itself in every
 //     formatter, JSON and YAML; only Reveal (for the executor that hands it
 //     to the kernel) returns the text.

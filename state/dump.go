@@ -2,6 +2,7 @@ package state
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 	"time"
 )
@@ -67,9 +68,14 @@ func (s State) Dump() Dump {
 	if s.Out.ServiceWatch {
 		d.Objects["services"], d.Objects["endpointslices"] = s.Inputs.Services.Len(), s.Inputs.EndpointSlices.Len()
 	}
-	for _, k := range append(append([]Kind{}, SyncedKinds...), KindSecret, KindService, KindEndpointSlice) {
+	for _, k := range SyncedKinds { // the gating kinds first
 		if s.Synced[k] {
 			d.Synced = append(d.Synced, k)
+		}
+	}
+	for _, k := range InputKinds {
+		if s.Synced[k.Kind()] && !slices.Contains(SyncedKinds, k.Kind()) {
+			d.Synced = append(d.Synced, k.Kind())
 		}
 	}
 	s.Out.Neighbors.Range(func(_ string, n *Neighbor) bool { d.Neighbors = append(d.Neighbors, n); return true })

@@ -29,6 +29,9 @@ type PeerEntry struct {
 	ASN      uint32
 	LocalASN uint32
 	Reach    netip.Addr
+	// MaxPrefixes is the annotation AnnotationMaxPrefixes read (0: absent
+	// or invalid, the neighbors keep --max-prefixes; docs/routes.md §9.9).
+	MaxPrefixes uint32
 }
 
 // Global reports whether the peer applies to every node.

@@ -12,7 +12,13 @@ type SecretKeyRef struct {
 	Optional bool   `json:"optional,omitempty"`
 }
 
-// BGPPeer is a Calico BGPPeer spec (projectcalico.org/v3 BGPPeerSpec).
+// AnnotationMaxPrefixes on a BGPPeer overrides --max-prefixes for its
+// neighbors: a whole number of routes from 1 to 4294967295 (docs/routes.md
+// §9.9). Calico's BGPPeer has no prefix limit field.
+const AnnotationMaxPrefixes = "peeragent.io/max-prefixes"
+
+// BGPPeer is a Calico BGPPeer spec (projectcalico.org/v3 BGPPeerSpec),
+// with the annotations of the agent's own it carries.
 type BGPPeer struct {
 	Name                     string        `json:"name"`
 	Node                     string        `json:"node,omitempty"`
@@ -32,6 +38,9 @@ type BGPPeer struct {
 	ReversePeering           string        `json:"reversePeering,omitempty"`
 	Filters                  []string      `json:"filters,omitempty"`
 	ReachableBy              string        `json:"reachableBy,omitempty"`
+	// Annotations are the BGPPeer's annotations this agent reads, as
+	// written (AnnotationMaxPrefixes); the sources copy no other.
+	Annotations map[string]string `json:"annotations,omitempty"`
 	// Unsupported lists the fields the source found that this agent does
 	// not support (newer Calico fields, typos), by their JSON path: the
 	// object is invalid while any is set (docs/semantics.md §7).

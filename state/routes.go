@@ -27,7 +27,7 @@ type BestPaths struct {
 	Paths  []LearnedPath `json:"paths,omitempty"`
 }
 
-// BestPathsChanged: the speaker's best-path watch (WatchEvent, table filter
+// BestPathsChanged: the speaker's watch (WatchEvent, its best-path filter
 // BEST) reported prefixes of the global RIB, for the speaker of generation
 // Gen (docs/routes.md §9.1). For each listed prefix the learned next-hop
 // set is replaced; Init is the watch's initial snapshot, which replaces the

@@ -53,7 +53,21 @@ func Peer(p *v3.BGPPeer) state.BGPPeer {
 	if s.LocalWorkloadSelector != "" { // known to the v3 type, not done by this agent
 		out.Unsupported = []string{"spec.localWorkloadSelector"}
 	}
+	out.Annotations = peerAnnotations(p.Annotations)
 	return out
+}
+
+// peerAnnotations keeps the annotations of the agent's own a BGPPeer may
+// carry (state.AnnotationMaxPrefixes, docs/routes.md §9.9), as written, for
+// the reducer to judge; nil when it has none. Every other annotation
+// (kubectl's last-applied configuration...) is left behind, so that its
+// changes cost no step.
+func peerAnnotations(a map[string]string) map[string]string {
+	v, ok := a[state.AnnotationMaxPrefixes]
+	if !ok {
+		return nil
+	}
+	return map[string]string{state.AnnotationMaxPrefixes: v}
 }
 
 func secretRef(r *corev1.SecretKeySelector) *state.SecretKeyRef {

@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/peeragent/peeragent/internal/testrig/fieldcov"
+	"github.com/peeragent/peeragent/state"
 )
 
 // The guard on the input edge (docs/design.md, "Adding a setting"): every leaf field of what a
@@ -33,7 +34,7 @@ func conv[T any, S any](f func(*T) S) func(any) any {
 }
 
 var edges = []edge{
-	{"BGPPeer", v3.BGPPeer{}, []string{"ObjectMeta.Name", "Spec"}, conv(Peer)},
+	{"BGPPeer", v3.BGPPeer{}, []string{"ObjectMeta.Name", "ObjectMeta.Annotations[" + state.AnnotationMaxPrefixes + "]", "Spec"}, conv(Peer)},
 	{"BGPConfiguration", v3.BGPConfiguration{}, []string{"ObjectMeta.Name", "Spec"}, conv(Config)},
 	{"BGPFilter", v3.BGPFilter{}, []string{"ObjectMeta.Name", "Spec"}, conv(Filter)},
 	{"IPPool", v3.IPPool{}, []string{"ObjectMeta.Name", "Spec"}, conv(Pool)},

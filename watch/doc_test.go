@@ -10,7 +10,8 @@ import (
 
 // TestDocListsEveryKind: doc.go names every kind a source reads, as
 // "Kind (state.Kind)": the manifest decoder's kinds (the directory source
-// reads every kind the cluster source watches) and the synced kinds.
+// reads every kind the cluster source watches), which are every declared
+// input kind (state.InputKinds).
 func TestDocListsEveryKind(t *testing.T) {
 	doc, err := os.ReadFile("doc.go")
 	if err != nil {
@@ -21,9 +22,9 @@ func TestDocListsEveryKind(t *testing.T) {
 	for key, mk := range manifestKinds {
 		kinds[mk.kind] = key[strings.LastIndex(key, "/")+1:]
 	}
-	for _, k := range state.SyncedKinds {
-		if _, ok := kinds[k]; !ok {
-			t.Errorf("synced kind %s is not a manifest kind", k)
+	for _, k := range state.InputKinds {
+		if _, ok := kinds[k.Kind()]; !ok {
+			t.Errorf("input kind %s is not a manifest kind", k.Kind())
 		}
 	}
 	for k, name := range kinds {
@@ -31,7 +32,7 @@ func TestDocListsEveryKind(t *testing.T) {
 			t.Errorf("watch/doc.go does not list %s (%s)", name, k)
 		}
 	}
-	if len(kinds) != 10 || !strings.Contains(text, "same ten kinds") {
+	if len(kinds) != len(state.InputKinds) || len(kinds) != 10 || !strings.Contains(text, "same ten kinds") {
 		t.Errorf("%d kinds; doc.go says ten", len(kinds))
 	}
 }

@@ -65,81 +65,40 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// Objects is a complete snapshot of the inputs.
-type Objects struct {
-	Peers   []state.BGPPeer
-	Configs []state.BGPConfiguration
-	Filters []state.BGPFilter
-	Nodes   []state.Node
-	Secrets []state.Secret
-	// Affinities, Pools and Pods (docs/routes.md "Amendment to §1").
-	Affinities []state.BlockAffinity
-	Pools      []state.IPPool
-	Pods       []state.Pod
-	// Services and EndpointSlices (docs/routes.md §8.4), all namespaces.
-	Services       []state.Service
-	EndpointSlices []state.EndpointSlice
-}
+// Objects is a complete snapshot of the inputs: a list of every kind, in
+// the form of a SourceSynced (whose Kind it leaves empty). Affinities and
+// Pods are this node's; Services and EndpointSlices of all namespaces.
+type Objects state.SourceSynced
 
-// Actions returns one SourceSynced per kind, all ten (secrets included)
-// in a fixed order: nodes, configurations, filters, secrets, then peers,
-// so that peers are resolved against complete inputs, then pools,
-// affinities, pods, services and endpoint slices.
+// Actions returns one SourceSynced per kind, all ten (secrets included),
+// in state.InputKinds order: nodes, configurations, filters, secrets, then
+// peers, so that peers are resolved against complete inputs, then pools,
+// affinities, pods, services and endpoint slices (the reducer takes these
+// two only while a service range is configured, docs/routes.md §8.4, so
+// they come after the configurations).
 func (o Objects) Actions() []state.Action {
-	return []state.Action{
-		state.SourceSynced{Kind: state.KindNode, Nodes: o.Nodes},
-		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: o.Configs},
-		state.SourceSynced{Kind: state.KindBGPFilter, Filters: o.Filters},
-		state.SourceSynced{Kind: state.KindSecret, Secrets: o.Secrets},
-		state.SourceSynced{Kind: state.KindBGPPeer, Peers: o.Peers},
-		state.SourceSynced{Kind: state.KindIPPool, Pools: o.Pools},
-		state.SourceSynced{Kind: state.KindBlockAffinity, Affinities: o.Affinities},
-		state.SourceSynced{Kind: state.KindPod, Pods: o.Pods},
-		// The reducer takes these only while a service range is configured
-		// (docs/routes.md §8.4), so they come after the configurations.
-		state.SourceSynced{Kind: state.KindService, Services: o.Services},
-		state.SourceSynced{Kind: state.KindEndpointSlice, EndpointSlices: o.EndpointSlices},
+	out := make([]state.Action, 0, len(state.InputKinds))
+	for _, k := range state.InputKinds {
+		out = append(out, k.Synced((*state.SourceSynced)(&o)))
 	}
+	return out
 }
 
 // add appends a converted object to its kind's list.
 func (o *Objects) add(v any) {
-	switch v := v.(type) {
-	case state.BGPPeer:
-		o.Peers = append(o.Peers, v)
-	case state.BGPConfiguration:
-		o.Configs = append(o.Configs, v)
-	case state.BGPFilter:
-		o.Filters = append(o.Filters, v)
-	case state.Node:
-		o.Nodes = append(o.Nodes, v)
-	case state.Secret:
-		o.Secrets = append(o.Secrets, v)
-	case state.BlockAffinity:
-		o.Affinities = append(o.Affinities, v)
-	case state.IPPool:
-		o.Pools = append(o.Pools, v)
-	case state.Pod:
-		o.Pods = append(o.Pods, v)
-	case state.Service:
-		o.Services = append(o.Services, v)
-	case state.EndpointSlice:
-		o.EndpointSlices = append(o.EndpointSlices, v)
+	for _, k := range state.InputKinds {
+		if k.Append((*state.SourceSynced)(o), v) {
+			return
+		}
 	}
 }
 
-// sortByName orders every list by name, whatever the file order.
+// sortByName orders every list by name (NAMESPACE/NAME for the namespaced
+// kinds), whatever the file order.
 func (o *Objects) sortByName() {
-	slices.SortStableFunc(o.Peers, func(a, b state.BGPPeer) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortStableFunc(o.Configs, func(a, b state.BGPConfiguration) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortStableFunc(o.Filters, func(a, b state.BGPFilter) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortStableFunc(o.Nodes, func(a, b state.Node) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortStableFunc(o.Secrets, func(a, b state.Secret) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortStableFunc(o.Affinities, func(a, b state.BlockAffinity) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortStableFunc(o.Pools, func(a, b state.IPPool) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortStableFunc(o.Pods, func(a, b state.Pod) int { return cmp.Compare(a.Key(), b.Key()) })
-	slices.SortStableFunc(o.Services, func(a, b state.Service) int { return cmp.Compare(a.Key(), b.Key()) })
-	slices.SortStableFunc(o.EndpointSlices, func(a, b state.EndpointSlice) int { return cmp.Compare(a.Key(), b.Key()) })
+	for _, k := range state.InputKinds {
+		k.SortByKey((*state.SourceSynced)(o))
+	}
 }
 
 // LoadDir reads every manifest file of dir once: the objects, and the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"strings"
@@ -23,7 +22,7 @@ func TestDataplaneFlag(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			exec, dp, closeDP, err := newDataplane(context.Background(), &runFlags{dataplane: tt.dataplane, vppSocket: tt.socket}, slog.New(slog.DiscardHandler))
+			exec, dp, err := newDataplane(&runFlags{dataplane: tt.dataplane, vppSocket: tt.socket}, slog.New(slog.DiscardHandler))
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)
@@ -33,7 +32,6 @@ func TestDataplaneFlag(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeDP()
 			got := "none"
 			if dp != nil {
 				got = dp.Name()

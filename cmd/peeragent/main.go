@@ -115,7 +115,7 @@ func optionFlags(fs *flag.FlagSet) func() state.Options {
 		return nil
 	})
 	maxPrefixes := uint32(state.DefaultMaxPrefixes)
-	fs.Func("max-prefixes", fmt.Sprintf("most routes each neighbor may send per address family; one more and the session is held down with a problem (default %d; docs/routes.md §9.9)", maxPrefixes), func(v string) error {
+	fs.Func("max-prefixes", fmt.Sprintf("most routes each neighbor may send per address family; one more and the session is held down with a problem (default %d; a BGPPeer's annotation peeragent.io/max-prefixes overrides it for its neighbors; docs/routes.md §9.9)", maxPrefixes), func(v string) error {
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil || n < 1 {
 			return fmt.Errorf("want a positive number of routes")

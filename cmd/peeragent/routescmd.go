@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,33 +13,24 @@ import (
 )
 
 func routesCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("routes", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:9179", "HTTP address of the running agent")
-	out := fs.String("o", "text", "output format: text or json (GET /routes as served)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: peeragent routes [flags]\n\nThe route table: each prefix, its route, the neighbors it was learned from, its phase, and why it is not installed.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	c := newClientFlags("routes", "Usage: peeragent routes [flags]\n\nThe route table: each prefix, its route, the neighbors it was learned from, its phase, and why it is not installed.",
+		"output format: text or json (GET /routes as served)", stderr)
+	if err := c.fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("no arguments expected, got %q", fs.Args())
+	if c.fs.NArg() > 0 {
+		return fmt.Errorf("no arguments expected, got %q", c.fs.Args())
 	}
-	if err := applyEnv(fs); err != nil {
+	if err := c.check(); err != nil {
 		return err
-	}
-	if *out != "text" && *out != "json" {
-		return fmt.Errorf("-o %q: want text or json", *out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rs, err := fetchRoutes(ctx, *addr)
+	rs, err := fetchRoutes(ctx, *c.addr)
 	if err != nil {
 		return err
 	}
-	if *out == "json" {
+	if *c.out == "json" {
 		return writeIndented(stdout, rs)
 	}
 	WriteRoutes(stdout, rs)
@@ -49,21 +38,12 @@ func routesCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func fetchRoutes(ctx context.Context, addr string) ([]state.RouteView, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/routes", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("read routes from %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("read routes from %s: %s", addr, resp.Status)
-	}
 	var rs []state.RouteView
-	if err := json.NewDecoder(resp.Body).Decode(&rs); err != nil {
-		return nil, fmt.Errorf("read routes from %s: %w", addr, err)
+	if err := getJSON(ctx, addr, "/routes", "routes", &rs); err != nil {
+		if errors.Is(err, errNotFound) {
+			return nil, fmt.Errorf("read routes from %s: 404 Not Found", addr)
+		}
+		return nil, err
 	}
 	return rs, nil
 }

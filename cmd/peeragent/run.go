@@ -142,11 +142,10 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI, Report: func(a state.Action) { loop.Dispatch(a) }})
 	follow := newLevelFollower(f.flagLevel(), f.level, speaker.SetGoBGPLevel, log)
 	defer speaker.Close()
-	dpExec, dp, closeDP, err := newDataplane(ctx, f, log)
+	dpExec, dp, err := newDataplane(f, log)
 	if err != nil {
 		return err
 	}
-	defer closeDP()
 	opts := f.opts()
 	if dp != nil { // docs/routes.md §9.7 rule 6: not with --dataplane none
 		opts.RouteRescan = state.Duration{Duration: f.rescan}
@@ -182,7 +181,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 // runParts are the long-running parts of run, each started and joined by
 // supervise: the loop, the admin listener, the source and the status
 // reporter stop the agent when they fail (with a clear error, for the
-// kubelet to restart it); the speaker's watches, the kernel facts and the
+// kubelet to restart it); the speaker's watch, the kernel facts and the
 // VPP link are restarted.
 func runParts(f *runFlags, loop *agent.Loop, src source, speaker *gobgp.Executor, dpExec effects.Executor,
 	reporter *status.Reporter, ln net.Listener, httpMax int, log *slog.Logger) []part {
@@ -192,8 +191,8 @@ func runParts(f *runFlags, loop *agent.Loop, src source, speaker *gobgp.Executor
 		{name: "loop", run: func(ctx context.Context) error { loop.Run(ctx); return nil }, forever: true},
 		{name: "http listener " + ln.Addr().String(), run: serving(admin, adminLn), forever: true},
 		{name: "source " + sourceName(f), run: func(ctx context.Context) error { return src.Run(ctx, dispatch) }, forever: true},
-		{name: "session watch", run: func(ctx context.Context) error { return speaker.WatchSessions(ctx, dispatch) }, restart: true, forever: true},
-		{name: "best-path watch", run: func(ctx context.Context) error { return speaker.WatchLearned(ctx, dispatch) }, restart: true, forever: true},
+		// sessions, best paths and End-of-RIBs: one stream per speaker generation
+		{name: "speaker watch", run: func(ctx context.Context) error { return speaker.Watch(ctx, dispatch) }, restart: true, forever: true},
 		// docs/semantics.md §4: MD5 failures, optmem_max
 		{name: "kernel facts", run: func(ctx context.Context) error { return (&watch.Kernel{Log: log}).Run(ctx, dispatch) }, restart: true, forever: true},
 	}
@@ -229,8 +228,10 @@ func sourceName(f *runFlags) string {
 }
 
 // newDataplane is the executor of --dataplane (docs/routes.md §9.7) and
-// the Dataplane it lists its own routes from (nil for none).
-func newDataplane(ctx context.Context, f *runFlags, log *slog.Logger) (effects.Executor, effects.Dataplane, func(), error) {
+// the Dataplane it lists its own routes from (nil for none). Each is made
+// by its package's one constructor; one that follows something (the VPP
+// link) is an effects.Runner, which runParts starts.
+func newDataplane(f *runFlags, log *slog.Logger) (effects.Executor, effects.Dataplane, error) {
 	name, socket := f.dataplane, f.vppSocket
 	if name == "" {
 		name = "none"
@@ -240,18 +241,19 @@ func newDataplane(ctx context.Context, f *runFlags, log *slog.Logger) (effects.E
 	}
 	switch name {
 	case "none":
-		return vpp.Disabled(log), nil, func() {}, nil
+		log.Info("no dataplane: routes are recorded as skipped")
+		return effects.NoDataplane{}, nil, nil
 	case "linux":
 		e := linux.New(nil, linux.Options{Protocol: f.kernelProtocol, Metric: f.kernelMetric, Logger: log})
-		return e, e, func() {}, nil
+		return e, e, nil
 	case "vpp":
 		if socket == "" {
-			return nil, nil, nil, fmt.Errorf("--dataplane vpp needs --vpp-socket")
+			return nil, nil, fmt.Errorf("--dataplane vpp needs --vpp-socket")
 		}
 		e := vpp.Dial(socket, log) // Run connects, waiting for VPP and following its restarts
-		return e, e, e.Close, nil
+		return e, e, nil
 	}
-	return nil, nil, nil, fmt.Errorf("--dataplane %q: want vpp, linux or none", name)
+	return nil, nil, fmt.Errorf("--dataplane %q: want vpp, linux or none", name)
 }
 
 // newSource is the source of --from or, in cluster mode, the Kubernetes

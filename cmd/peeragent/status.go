@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"text/tabwriter"
 	"time"
 
@@ -42,22 +42,11 @@ type statusNeighbor struct {
 // fetchState reads a running agent's /state.
 func fetchState(ctx context.Context, addr string) (statusDump, error) {
 	var d statusDump
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/state", nil)
-	if err != nil {
-		return d, err
+	err := getJSON(ctx, addr, "/state", "state", &d)
+	if errors.Is(err, errNotFound) {
+		return d, fmt.Errorf("read state from %s: 404 Not Found", addr)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return d, fmt.Errorf("read state from %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return d, fmt.Errorf("read state from %s: %s", addr, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
-		return d, fmt.Errorf("read state from %s: %w", addr, err)
-	}
-	return d, nil
+	return d, err
 }
 
 // WriteStatus prints the neighbors table, then the problems.

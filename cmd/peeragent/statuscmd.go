@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/netip"
 	"strings"
 	"time"
@@ -16,14 +15,9 @@ import (
 )
 
 func statusCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:9179", "HTTP address of the running agent")
-	out := fs.String("o", "text", "output format: text or json")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: peeragent status [flags] [ADDRESS]\n\nWith ADDRESS, one neighbor in detail (timers, capabilities, paths, last error).")
-		fs.PrintDefaults()
-	}
+	c := newClientFlags("status", "Usage: peeragent status [flags] [ADDRESS]\n\nWith ADDRESS, one neighbor in detail (timers, capabilities, paths, last error).",
+		"output format: text or json", stderr)
+	fs, addr, out := c.fs, c.addr, c.out
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -37,11 +31,8 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("one neighbor address at most, got %q", append([]string{neighbor}, fs.Args()...))
 		}
 	}
-	if err := applyEnv(fs); err != nil {
+	if err := c.check(); err != nil {
 		return err
-	}
-	if *out != "text" && *out != "json" {
-		return fmt.Errorf("-o %q: want text or json", *out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -166,25 +157,11 @@ type neighborDetail struct {
 
 func fetchNeighbor(ctx context.Context, addr string, a netip.Addr) (neighborDetail, error) {
 	var d neighborDetail
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/neighbors/"+a.String(), nil)
-	if err != nil {
-		return d, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return d, fmt.Errorf("read neighbor from %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
+	err := getJSON(ctx, addr, "/neighbors/"+a.String(), "neighbor", &d)
+	if errors.Is(err, errNotFound) {
 		return d, fmt.Errorf("the agent at %s has no neighbor %s", addr, a)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return d, fmt.Errorf("read neighbor from %s: %s", addr, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
-		return d, fmt.Errorf("read neighbor from %s: %w", addr, err)
-	}
-	return d, nil
+	return d, err
 }
 
 // WriteNeighborDetail prints one neighbor for people.

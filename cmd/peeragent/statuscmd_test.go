@@ -14,7 +14,6 @@ import (
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
-	"github.com/peeragent/peeragent/effects/vpp"
 	"github.com/peeragent/peeragent/internal/testrig/fakespeaker"
 	"github.com/peeragent/peeragent/state"
 )
@@ -38,7 +37,7 @@ func (statusSpeaker) Inspect(_ context.Context, addr netip.Addr, advertised bool
 func startStatusAgent(t *testing.T) string {
 	t.Helper()
 	loop := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: statusSpeaker{},
-		Dataplane: vpp.Disabled(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Dataplane: effects.NoDataplane{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { loop.Run(ctx); close(done) }()

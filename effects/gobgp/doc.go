@@ -65,10 +65,27 @@
 //     a rebuild so that no configured neighbor is ever without Calico's
 //     statements. See policy.go for the mapping of Calico's
 //     operators and why the policies are assigned to GoBGP's global table.
-//   - WatchSessions turns GoBGP's peer events into state.SessionStateChanged
+//   - The communities of re-exported routes (docs/routes.md §8.3 rule 3)
+//     are statements of their own, one per community value and family, in
+//     the policy peeragent-export-communities, assigned first on export and
+//     applying to every neighbor: "inside the value's prefix set, without
+//     the value: add it". The executor makes a statement with its set's
+//     first member (a set-add of a peeragent-comm- set) and removes it
+//     with the last (communities.go), so a change of communities is set
+//     calls and a soft reset out, never a neighbor's objects.
+//   - Watch (watch.go) is one GoBGP WatchEvent per server with the peer,
+//     best-path and End-of-RIB callbacks, so sessions and learned paths
+//     come as one stream in GoBGP's order; WatchSessions and WatchLearned
+//     are its two halves. It follows the speaker across restarts and
+//     generations without losing an event: attached when a server starts,
+//     re-based in place (a snapshot of its own sets, the End-of-RIBs held)
+//     when the running server gets a new generation, ended when it stops
+//     (each session not idle reported idle, "speaker stopped"). Peer events
+//     become state.SessionStateChanged
 //     with the lower-case state name, the down reason (the executor's own
 //     for a reset it caused, else the one v4's event carries), and the
-//     time; it follows the speaker across restarts. A session that ran on
+//     time; best paths become state.BestPathsChanged with each prefix's
+//     whole equal-best set (learned.go). A session that ran on
 //     graceful-restart state GoBGP kept from an earlier one is followed,
 //     when it ends, by the neighbor configured anew (grstate.go,
 //     docs/routes.md §9.5 rule 3).

@@ -55,8 +55,7 @@ type Executor struct {
 	secrets  *redactor
 	refused  *keyRefusals
 	reasons  *reasonBook
-	sessions sessionHub
-	learned  learnedHub
+	watches  watchHub // Watch, WatchSessions, WatchLearned (watch.go)
 	listen   []string
 	now      func() time.Time
 	graceful bool
@@ -70,6 +69,7 @@ type Executor struct {
 	running  *state.Server
 	policies map[netip.Addr]installed
 	members  map[netip.Addr]bool      // members of customNeighbors (see policyops.go)
+	comm     commBook                 // the community statements (communities.go)
 	peers    map[netip.Addr]reflector // configured peers (see peerops.go)
 	// restarting: the families of a StartServer's Preserved while the
 	// Execute that started the server runs (see restart.go).
@@ -96,6 +96,7 @@ func New(opts Options) *Executor {
 		grpc:     opts.GRPCAddress,
 		policies: map[netip.Addr]installed{},
 		members:  map[netip.Addr]bool{},
+		comm:     newCommBook(),
 		peers:    map[netip.Addr]reflector{},
 		applied:  map[netip.Addr]*api.Peer{},
 	}
@@ -105,8 +106,7 @@ func New(opts Options) *Executor {
 	if e.now == nil {
 		e.now = time.Now
 	}
-	e.sessions.e = e
-	e.learned.e = e
+	e.watches.e = e
 	e.report = opts.Report
 	e.level.Set(opts.GoBGPLevel)
 	h := e.log.With("component", "gobgp").Handler()

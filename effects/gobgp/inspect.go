@@ -111,10 +111,9 @@ func familyText(f *api.Family) string {
 	return strings.ReplaceAll(afi+"-"+safi, "_", "-")
 }
 
-// current is the running speaker (nil while stopped), as the session hub
+// current is the running speaker (nil while stopped), as the watches
 // last attached it.
 func (e *Executor) current() *server.BgpServer {
-	e.sessions.mu.Lock()
-	defer e.sessions.mu.Unlock()
-	return e.sessions.cur
+	bgp, _ := e.watches.current()
+	return bgp
 }

@@ -2,175 +2,14 @@ package gobgp
 
 import (
 	"cmp"
-	"context"
-	"fmt"
 	"net/netip"
 	"slices"
-	"sync"
-	"time"
 
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
-	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/peeragent/peeragent/state"
 )
-
-// WatchLearned reports the speaker's best paths as state.BestPathsChanged
-// and the End-of-RIBs it receives as state.EndOfRIBReceived until ctx
-// ends, then returns nil (docs/routes.md §9.1). It follows the speaker
-// across restarts as WatchSessions does: each server started by a
-// StartServer or RestartServer with a non-zero Gen is watched from its
-// start, its first report being the initial snapshot (Init) of its global
-// RIB, and every fact carries that Gen, the generation the reducer
-// expects (§9.1 rule 3). Every prefix a fact lists comes with its whole
-// equal-best set, which the watch assembles from GoBGP's multipath deltas
-// (bestSets; §9.1 rule 1). Once a server stops or is replaced, none of its
-// events is dispatched any more. dispatch is called from one goroutine at
-// a time and never after WatchLearned has returned.
-func (e *Executor) WatchLearned(ctx context.Context, dispatch func(state.Action)) error {
-	sub := &learnedSub{dispatch: dispatch}
-	if err := e.learned.add(sub); err != nil {
-		return fmt.Errorf("watch best paths: %w", err)
-	}
-	<-ctx.Done()
-	e.learned.remove(sub)
-	return nil
-}
-
-// learnedHub keeps the best-path watchers on the current server.
-type learnedHub struct {
-	e      *Executor
-	mu     sync.Mutex
-	subs   map[*learnedSub]bool
-	cur    *server.BgpServer // nil while stopped or without a generation
-	gen    uint64            // the speaker generation of cur
-	cancel context.CancelFunc
-	epoch  uint64 // bumped at each attach and detach
-}
-
-// learnedSub is one WatchLearned call.
-type learnedSub struct {
-	dispatch func(state.Action)
-	mu       sync.Mutex // held while dispatching
-	epoch    uint64     // events of other epochs are stale
-	done     bool
-}
-
-func (h *learnedHub) add(sub *learnedSub) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.subs == nil {
-		h.subs = map[*learnedSub]bool{}
-	}
-	h.subs[sub] = true
-	sub.epoch = h.epoch
-	if h.cur == nil {
-		return nil
-	}
-	return h.watch(h.context(), h.cur, h.gen, sub)
-}
-
-func (h *learnedHub) remove(sub *learnedSub) {
-	h.mu.Lock()
-	delete(h.subs, sub)
-	h.mu.Unlock()
-	sub.mu.Lock()
-	sub.done = true
-	sub.mu.Unlock()
-}
-
-// context is the one the current server's watches run under; cancel (in
-// detach) ends them all.
-func (h *learnedHub) context() context.Context {
-	if h.cancel == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		h.cancel = cancel
-		return ctx
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	prev := h.cancel
-	h.cancel = func() { prev(); cancel() }
-	return ctx
-}
-
-// attach starts watching bgp as the speaker of generation gen, ending the
-// watches of any server before it. Generation 0 is not watched: no fact
-// of it would be taken.
-func (h *learnedHub) attach(bgp *server.BgpServer, gen uint64) {
-	h.detach()
-	if gen == 0 {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.cur, h.gen = bgp, gen
-	ctx := h.context()
-	for sub := range h.subs {
-		if err := h.watch(ctx, bgp, gen, sub); err != nil {
-			h.e.log.Error("watch best paths on the new speaker", "error", err)
-		}
-	}
-}
-
-// detach ends the watches on the current server: from now on none of its
-// events is dispatched.
-func (h *learnedHub) detach() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cancel != nil {
-		h.cancel()
-		h.cancel = nil
-	}
-	h.cur, h.gen = nil, 0
-	h.epoch++
-	for sub := range h.subs {
-		sub.mu.Lock()
-		sub.epoch = h.epoch
-		sub.mu.Unlock()
-	}
-}
-
-// current is the generation being watched (0: none).
-func (h *learnedHub) current() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.gen
-}
-
-func (h *learnedHub) watch(ctx context.Context, bgp *server.BgpServer, gen uint64, sub *learnedSub) error {
-	epoch := sub.epoch
-	init := true // GoBGP sends the snapshot first, from the watch's registration
-	var sets bestSets
-	return bgp.WatchEvent(ctx, server.WatchEventMessageCallbacks{
-		OnBestPath: func(paths []*apiutil.Path, _ time.Time) {
-			sub.mu.Lock()
-			defer sub.mu.Unlock()
-			first := init
-			init = false
-			if first {
-				sets = bestSets{} // this server's sets start from its snapshot
-			}
-			if sub.done || sub.epoch != epoch {
-				return
-			}
-			a := sets.apply(paths)
-			if len(a.Prefixes) == 0 && !first {
-				return
-			}
-			a.Gen, a.Init = gen, first
-			sub.dispatch(a)
-		},
-		OnPathEor: func(p *apiutil.Path, _ time.Time) {
-			sub.mu.Lock()
-			defer sub.mu.Unlock()
-			if sub.done || sub.epoch != epoch || p == nil || !p.PeerAddress.IsValid() {
-				return
-			}
-			sub.dispatch(state.EndOfRIBReceived{Gen: gen, Neighbor: p.PeerAddress.Unmap(), Family: p.Family.String()})
-		},
-	}, server.WatchBestPath(true), server.WatchEor(true))
-}
 
 // pathKey is a path's identity in an equal-best set, as GoBGP matches
 // paths across a change (EqualBySourceAndPathID): its source and its path
@@ -270,19 +109,38 @@ func (s bestSets) apply(paths []*apiutil.Path) state.BestPathsChanged {
 	}
 	var a state.BestPathsChanged
 	for _, pfx := range touched {
-		bp := state.BestPaths{Prefix: pfx}
-		if set := s[pfx]; len(set) > 0 {
-			bp.Paths = make([]state.LearnedPath, len(set))
-			for i, e := range set {
-				bp.Paths[i] = e.p
-			}
-		} else {
+		bp := state.BestPaths{Prefix: pfx, Paths: s.paths(pfx)}
+		if bp.Paths == nil {
 			bp.Paths = withdrawn[pfx]
 		}
 		a.Prefixes = append(a.Prefixes, bp)
 	}
 	slices.SortFunc(a.Prefixes, func(x, y state.BestPaths) int { return comparePrefix(x.Prefix, y.Prefix) })
 	return a
+}
+
+// paths is the set of pfx as the reducer takes it (nil: none).
+func (s bestSets) paths(pfx netip.Prefix) []state.LearnedPath {
+	set := s[pfx]
+	if len(set) == 0 {
+		return nil
+	}
+	out := make([]state.LearnedPath, len(set))
+	for i, e := range set {
+		out[i] = e.p
+	}
+	return out
+}
+
+// all is every prefix with its whole set, prefixes in order: the
+// snapshot of a new generation of the same server (watchHub.regen).
+func (s bestSets) all() []state.BestPaths {
+	out := make([]state.BestPaths, 0, len(s))
+	for pfx := range s {
+		out = append(out, state.BestPaths{Prefix: pfx, Paths: s.paths(pfx)})
+	}
+	slices.SortFunc(out, func(x, y state.BestPaths) int { return comparePrefix(x.Prefix, y.Prefix) })
+	return out
 }
 
 func comparePrefix(a, b netip.Prefix) int {

@@ -28,8 +28,8 @@ var errNotRunning = errors.New("bgp server hasn't started yet")
 // naming it, never a race for the port.
 func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64) error {
 	if e.running != nil && *e.running == srv {
-		if gen != 0 && gen != e.learned.current() {
-			e.learned.attach(e.bgp, gen) // a new snapshot under the new generation
+		if gen != 0 {
+			e.watches.regen(gen) // a new snapshot under the new generation
 		}
 		return nil
 	}
@@ -70,10 +70,10 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64
 	e.bgp, e.running = bgp, &s
 	e.policies = map[netip.Addr]installed{}
 	e.members = map[netip.Addr]bool{}
+	e.comm = newCommBook()
 	e.peers = map[netip.Addr]reflector{}
 	e.applied = map[netip.Addr]*api.Peer{}
-	e.sessions.attach(bgp)
-	e.learned.attach(bgp, gen)
+	e.watches.attach(bgp, gen)
 	return nil
 }
 
@@ -90,11 +90,11 @@ func (e *Executor) stopServer(ctx context.Context, graceful bool) error {
 	e.stopGRPC(e.bgp)
 	// Whatever StopBgp said, this server is done with: its loop ends with
 	// the request, and a new start makes a new server.
-	e.sessions.detach()
-	e.learned.detach()
+	e.watches.detach()
 	e.bgp, e.running = nil, nil
 	e.policies = map[netip.Addr]installed{}
 	e.members = map[netip.Addr]bool{}
+	e.comm = newCommBook()
 	e.peers = map[netip.Addr]reflector{}
 	e.applied = map[netip.Addr]*api.Peer{}
 	return err

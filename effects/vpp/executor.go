@@ -20,15 +20,15 @@ import (
 const callTimeout = 5 * time.Second
 
 // Executor applies route effects to one VPP. The zero value is not
-// usable; build it with Connect, New or Disabled. Safe for concurrent use.
+// usable; build it with Dial (the agent's: a link it keeps across VPP
+// restarts) or Attach (over a connection the caller owns). Safe for
+// concurrent use.
 type Executor struct {
-	conn api.Connection // nil: no VPP configured, every route is skipped (unless link is set)
+	conn api.Connection // the caller's connection (Attach); nil with a link
 	log  *slog.Logger
 	// source is our FIB source's id (0: none registered, table routes
-	// fail); set at each connection (ready, or the link's Run).
+	// fail); set by Attach, and at each connection of the link's Run.
 	source atomic.Uint32
-	close  func() // set when the Executor owns conn
-	once   sync.Once
 
 	// link, set by Dial, keeps the connection across VPP restarts; its
 	// current connection replaces conn (link.go).
@@ -49,12 +49,11 @@ type applied struct {
 
 var (
 	_ effects.Executor = (*Executor)(nil)
-	_ effects.Runner   = (*Executor)(nil) // Run: the link of a Dial-made executor
+	_ effects.Runner   = (*Executor)(nil) // Run: the link of a Dial-made executor (Attach's: returns at once)
 )
 
-// New returns an Executor over conn, which the caller keeps owning (Close
-// does not disconnect it). A nil conn gives a disabled Executor.
-func New(conn api.Connection, logger *slog.Logger) *Executor {
+// newExecutor is an Executor over conn (nil: the link's, set by Dial).
+func newExecutor(conn api.Connection, logger *slog.Logger) *Executor {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -69,21 +68,10 @@ func Attach(ctx context.Context, conn api.Connection, logger *slog.Logger) (*Exe
 	if err != nil {
 		return nil, fmt.Errorf("register FIB source %s: %w", SourceName, err)
 	}
-	e := New(conn, logger)
+	e := newExecutor(conn, logger)
 	e.source.Store(uint32(src))
 	return e, nil
 }
-
-// Disabled returns the Executor used when no VPP socket is configured:
-// it sends nothing and reports every route as skipped.
-func Disabled(logger *slog.Logger) *Executor {
-	e := New(nil, logger)
-	e.log.Info("no VPP configured: routes are recorded as skipped")
-	return e
-}
-
-// Enabled reports whether routes are really sent to VPP.
-func (e *Executor) Enabled() bool { return e.conn != nil || e.link != nil }
 
 // connection is the connection to send on, nil while a Dial-made
 // Executor is not connected.
@@ -97,31 +85,15 @@ func (e *Executor) connection() api.Connection {
 	return e.conn
 }
 
-// Close disconnects from VPP if Connect made the connection; later calls
-// do nothing. Routes executed after Close fail with govpp's "not connected".
-func (e *Executor) Close() {
-	e.once.Do(func() {
-		if e.close != nil {
-			e.close()
-		}
-	})
-}
-
 // Execute applies the route table effects of effs (docs/routes.md §9.7)
 // and returns one TableRouteApplied or TableRouteApplyFailed per (prefix,
-// generation); disabled, every route is reported as skipped. What VPP
-// accepted is recorded for the replay after a VPP restart.
+// generation). What VPP accepted is recorded for the replay after a VPP
+// restart.
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
 	e.exec.Lock()
 	defer e.exec.Unlock()
-	var dp effects.Dataplane
-	if e.Enabled() {
-		dp = e
-	}
-	out := effects.ApplyRoutes(ctx, dp, effs)
-	if dp != nil {
-		e.record(effs, out)
-	}
+	out := effects.ApplyRoutes(ctx, e, effs)
+	e.record(effs, out)
 	return out
 }
 

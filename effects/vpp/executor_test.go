@@ -209,37 +209,6 @@ var cmpNet = cmp.Options{
 	cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
 }
 
-func TestExecuteWithoutVPPSkips(t *testing.T) {
-	effs := []effects.Effect{
-		effects.AddPeer{Neighbor: &state.Neighbor{Address: nbr4}, Gen: 7},
-		replace(host(nbr4), gw4, 7),
-		remove(host(nbr6), 8),
-	}
-	want := []state.Action{
-		state.TableRouteApplied{Prefix: host(nbr4), Gen: 7, Skipped: true},
-		state.TableRouteApplied{Prefix: host(nbr6), Gen: 8, Skipped: true},
-	}
-	tests := []struct {
-		name string
-		exec *Executor
-	}{
-		{"disabled-executor", Disabled(nil)},
-		{"nil-connection", New(nil, nil)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.exec.Enabled() {
-				t.Fatal("Enabled() = true without a connection")
-			}
-			got := tt.exec.Execute(context.Background(), effs)
-			if diff := cmp.Diff(want, got, cmpNet); diff != "" {
-				t.Errorf("results (-want +got):\n%s", diff)
-			}
-			tt.exec.Close()
-		})
-	}
-}
-
 func TestExecuteTransportFailures(t *testing.T) {
 	eff := []effects.Effect{replace(host(nbr4), gw4, 7)}
 	tests := []struct {

@@ -58,7 +58,7 @@ func Dial(socketPath string, logger *slog.Logger) *Executor {
 }
 
 func dialWith(a adapter.VppAPI, target string, logger *slog.Logger) *Executor {
-	e := New(nil, logger)
+	e := newExecutor(nil, logger)
 	e.link = &link{adapter: a, target: target}
 	return e
 }

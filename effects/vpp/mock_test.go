@@ -30,16 +30,10 @@ type fakeVPP struct {
 	sourceID uint8
 }
 
-// newFakeAdapter is the adapter alone, for connectWith.
-func newFakeAdapter(t *testing.T, retvals ...int32) *fakeVPP {
-	f := &fakeVPP{t: t, adapter: mock.NewVppAdapter(), retvals: retvals, sourceID: 25}
-	f.adapter.MockReplyHandler(f.reply)
-	return f
-}
-
 func newFakeVPP(t *testing.T, retvals ...int32) *fakeVPP {
 	t.Helper()
-	f := newFakeAdapter(t, retvals...)
+	f := &fakeVPP{t: t, adapter: mock.NewVppAdapter(), retvals: retvals, sourceID: 25}
+	f.adapter.MockReplyHandler(f.reply)
 	conn, err := core.Connect(f.adapter)
 	if err != nil {
 		t.Fatalf("connect to mock VPP: %v", err)

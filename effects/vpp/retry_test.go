@@ -15,7 +15,7 @@ import (
 // (docs/design.md "Time").
 func TestVPPErrorIsRetried(t *testing.T) {
 	vpp := newFakeVPP(t, noSuchFIB)
-	e := New(vpp.conn, nil)
+	e := newExecutor(vpp.conn, nil)
 	e.source.Store(ourSource)
 	before := time.Now()
 	results := e.Execute(context.Background(), []effects.Effect{replace(host(nbr4), gw4, 7)})

@@ -99,8 +99,6 @@ func (e *Executor) dump(ctx context.Context, v6 bool) ([]state.Route, error) {
 
 func (e *Executor) ownSource() error {
 	switch {
-	case !e.Enabled():
-		return errors.New("no VPP connected")
 	case e.connection() == nil:
 		return errNotConnected
 	case e.source.Load() == 0:

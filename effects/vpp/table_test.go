@@ -21,7 +21,7 @@ const ourSource = 23
 
 func tableExecutor(t *testing.T, retvals ...int32) (*fakeVPP, *Executor) {
 	f := newFakeVPP(t, retvals...)
-	e := New(f.conn, nil)
+	e := newExecutor(f.conn, nil)
 	e.source.Store(ourSource)
 	return f, e
 }
@@ -152,7 +152,7 @@ func TestListOwnDumps(t *testing.T) {
 // table's routes fail.
 func TestWithoutSource(t *testing.T) {
 	f := newFakeVPP(t)
-	e := New(f.conn, nil)
+	e := newExecutor(f.conn, nil)
 	err := e.Replace(context.Background(), tr("10.244.1.0/26 drop"))
 	if got, want := errString(err), "replace route 10.244.1.0/26 drop: no FIB source peeragent registered in VPP"; got != want {
 		t.Errorf("error %q, want %q", got, want)

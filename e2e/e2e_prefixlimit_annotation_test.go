@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	api "github.com/osrg/gobgp/v4/api"
+
+	"github.com/peeragent/peeragent/agent"
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/effects/gobgp"
+	"github.com/peeragent/peeragent/state"
+)
+
+// TestPrefixLimitAnnotationAgainstAgent attacks a running agent (the real
+// loop over the real GoBGP executor) as a hostile BGPPeer whose annotation
+// peeragent.io/max-prefixes is 500 while --max-prefixes is its default,
+// 20,000: a GoBGP peer on 127.0.0.2 announces 3,000 /32s, which the flag
+// alone would take (docs/routes.md §9.9). The limit trips at the
+// annotation's value: the session is ended and held down, a problem names
+// the BGPPeer, the neighbor and 500, and at most 500 routes and one
+// UPDATE's are learned. An invalid annotation then is a problem naming it,
+// and the neighbor falls back to the flag's limit in place: the speaker
+// lets the peer connect again and all 3,000 routes are learned. Lowering
+// the annotation to 1,000 under the 3,000 held trips the limit at once.
+func TestPrefixLimitAnnotationAgainstAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real speaker pair")
+	}
+	const sent, limit, oneUpdate = 3000, 500, 820
+	l, upsert, stop := annotatedLimitAgent(t, sent, "500")
+	defer stop()
+	peer := mustAddr("127.0.0.2")
+	peak := peakLearned(l)
+	problem := waitProblem(t, l, "prefixlimit/", "the annotation's limit")
+	for _, want := range []string{"bgppeer/tor", "127.0.0.2", fmt.Sprintf("more than %d routes", limit)} {
+		if !strings.Contains(problem, want) {
+			t.Errorf("problem %q does not say %q", problem, want)
+		}
+	}
+	time.Sleep(3 * time.Second) // the peer keeps trying; nothing more may arrive
+	s := l.State()
+	x, _ := s.Out.Sessions.Get(state.AddrKey(peer))
+	n, _ := s.Out.Neighbors.Get(state.AddrKey(peer))
+	learned := peak()
+	t.Logf("annotation %d, flag %d: %d sent, at most %d learned at a time (%d now), session %s; problem %q",
+		limit, state.DefaultMaxPrefixes, sent, learned, s.Inputs.Learned.Len(), x.BGP, problem)
+	if x == nil || x.BGP == "established" || n.MaxPrefixes != limit {
+		t.Errorf("session %+v neighbor maxPrefixes %d, want held down at %d", x, n.MaxPrefixes, limit)
+	}
+	if learned > limit+oneUpdate {
+		t.Errorf("%d routes learned, want at most the annotation's %d and one UPDATE's %d", learned, limit, oneUpdate)
+	}
+
+	upsert("lots")
+	bad := waitProblem(t, l, "peer/", "the invalid annotation's problem")
+	if want := `bgppeer/tor: annotation peeragent.io/max-prefixes "lots" is not a whole number`; !strings.HasPrefix(bad, want) {
+		t.Errorf("problem %q, want %q...", bad, want)
+	}
+	waitUntil(t, "the flag's limit: every route learned, the session established", time.Minute, 100*time.Millisecond, func() bool {
+		s := l.State()
+		x, _ := s.Out.Sessions.Get(state.AddrKey(peer))
+		return x != nil && x.BGP == "established" && s.Inputs.Learned.Len() == sent
+	})
+	if n, _ := l.State().Out.Neighbors.Get(state.AddrKey(peer)); n.MaxPrefixes != state.DefaultMaxPrefixes {
+		t.Errorf("neighbor maxPrefixes %d, want the flag's %d", n.MaxPrefixes, state.DefaultMaxPrefixes)
+	}
+	t.Logf("annotation %q: %q; all %d learned, established", "lots", bad, sent)
+
+	upsert("1000")
+	lowered := waitProblem(t, l, "prefixlimit/", "the lowered limit")
+	if !strings.Contains(lowered, "more than 1000 routes") {
+		t.Errorf("problem %q, want the lowered limit 1000", lowered)
+	}
+	x, _ = l.State().Out.Sessions.Get(state.AddrKey(peer))
+	t.Logf("annotation lowered to 1000 under %d held: session %s, %q", sent, x.BGP, lowered)
+}
+
+// peakLearned samples the number of learned routes every 5 ms until the
+// returned function is called, which gives the largest seen.
+func peakLearned(l *agent.Loop) func() int {
+	stop, done := make(chan struct{}), make(chan int)
+	go func() {
+		peak := 0
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			peak = max(peak, l.State().Inputs.Learned.Len())
+			select {
+			case <-stop:
+				done <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int { close(stop); return <-done }
+}
+
+// waitProblem waits for a problem under a bucket starting with prefix and
+// returns it as "object: reason".
+func waitProblem(t *testing.T, l *agent.Loop, prefix, what string) string {
+	t.Helper()
+	var problem string
+	waitUntil(t, what, 2*time.Minute, 100*time.Millisecond, func() bool {
+		l.State().Out.Problems.Range(func(k string, ps []state.Problem) bool {
+			if strings.HasPrefix(k, prefix) && len(ps) > 0 {
+				problem = ps[0].Object + ": " + ps[0].Reason
+			}
+			return problem == ""
+		})
+		return problem != ""
+	})
+	return problem
+}
+
+// annotatedLimitAgent is startLearnedAgent's agent and peer with the
+// flag's default limit and the BGPPeer "tor" annotated with maxPrefixes;
+// upsert annotates it anew.
+func annotatedLimitAgent(t *testing.T, n int, maxPrefixes string) (*agent.Loop, func(string), func()) {
+	log, _ := quietLog()
+	agentPort, peerPort := freePort(t), freePort(t)
+	exec := gobgp.New(gobgp.Options{ListenAddresses: []string{"127.0.0.1"}, Logger: log, GoBGPLevel: slog.LevelError})
+	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: exec,
+		Dataplane: effects.NoDataplane{}, Log: log, Journal: 1000})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 3)
+	go func() { l.Run(ctx); done <- struct{}{} }()
+	go func() { exec.WatchSessions(ctx, l.Dispatch); done <- struct{}{} }()
+	go func() { exec.WatchLearned(ctx, l.Dispatch); done <- struct{}{} }()
+	peer := routePeer(t, peerPort, agentPort, n)
+	stop := func() {
+		peer.StopBgp(context.Background(), &api.StopBgpRequest{})
+		cancel()
+		for range 3 {
+			<-done
+		}
+		exec.Close()
+	}
+	tor := func(v string) state.BGPPeer {
+		return state.BGPPeer{Name: "tor", PeerIP: fmt.Sprintf("127.0.0.2:%d", peerPort), ASNumber: 65001,
+			Annotations: map[string]string{state.AnnotationMaxPrefixes: v}}
+	}
+	for _, a := range []state.Action{
+		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: []state.BGPConfiguration{{Name: "default", ASNumber: 64512, ListenPort: agentPort}}},
+		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{{Name: "node-a", IPv4Address: "127.0.0.1/8"}}},
+		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{tor(maxPrefixes)}},
+		state.SourceSynced{Kind: state.KindBGPFilter}, state.SourceSynced{Kind: state.KindPod},
+		state.SourceSynced{Kind: state.KindIPPool}, state.SourceSynced{Kind: state.KindBlockAffinity},
+		state.RoutesListed{Dataplane: "none"},
+	} {
+		l.Dispatch(a)
+	}
+	return l, func(v string) { l.Dispatch(state.PeerUpserted{Peer: tor(v)}) }, stop
+}
