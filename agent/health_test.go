@@ -48,7 +48,7 @@ func (b *blockingSpeaker) block() func() {
 	}
 }
 
-// gate blocks the loop in an observer while closed is false.
+// gate blocks the loop in a Published function while it is shut.
 type gate struct {
 	mu   sync.Mutex
 	hold chan struct{} // nil: open
@@ -80,14 +80,14 @@ func (g *gate) open() {
 	}
 }
 
-// healthLoop runs a loop with a 50 ms stuck threshold whose observer
-// waits at g.
+// healthLoop runs a loop with a 50 ms stuck threshold that waits at g
+// when it publishes a State (a Published function runs within the step).
 func healthLoop(t *testing.T, sp effects.Executor, g *gate) (*Loop, *httptest.Server) {
 	l := runLoop(t, LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp,
 		Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger(), StuckAfter: 50 * time.Millisecond,
-		Observer: []func(state.Action){func(state.Action) { g.wait() }}})
+		Published: []func(state.State){func(state.State) { g.wait() }}})
 	srv := httptest.NewServer(Handler(l))
-	t.Cleanup(func() { g.open(); srv.Close() }) // before runLoop's cleanup: the observer must not hold the loop
+	t.Cleanup(func() { g.open(); srv.Close() }) // before runLoop's cleanup: g must not hold the loop
 	return l, srv
 }
 
@@ -117,7 +117,7 @@ func TestHealthzFailsWhileStuck(t *testing.T) {
 
 	t.Run("loop-stuck", func(t *testing.T) {
 		g.shut()
-		l.Dispatch(state.SourceSynced{Kind: state.KindBGPFilter}) // the observer holds the loop on it
+		l.Dispatch(state.SourceSynced{Kind: state.KindBGPFilter}) // publishing its State holds the loop
 		waitStatus(t, srv.URL+"/healthz", 503, "loop stuck: one step has run")
 		l.Dispatch(state.SourceSynced{Kind: state.KindBGPFilter}) // this one waits
 		waitStatus(t, srv.URL+"/healthz", 503, "loop stuck: an action has waited")
@@ -140,6 +140,23 @@ func TestHealthzFailsWhileStuck(t *testing.T) {
 		l.Dispatch(state.ServerApplied{Server: s})
 		waitStatus(t, srv.URL+"/healthz", 200, "ok")
 		waitStatus(t, srv.URL+"/readyz", 200, "ready")
+	})
+	// Another BGP speaker holding the port (calico-node's BIRD) is not a
+	// health failure: a restart would not free the port, and the kubelet
+	// would restart the agent in a loop. /readyz says why it is not ready.
+	t.Run("another-speaker-holds-the-port", func(t *testing.T) {
+		s := l.State().Server
+		const why = "start server (as 64512): another BGP speaker holds port 179: a listener answers on 10.0.0.1:179"
+		l.Dispatch(state.ServerApplyFailed{Server: s, OtherSpeaker: true, Error: why})
+		waitStatus(t, srv.URL+"/readyz", 503, "not ready: speaker down: "+why)
+		waitStatus(t, srv.URL+"/healthz", 200, "ok")
+		l.Dispatch(state.ServerApplyFailed{Server: s, Error: "start server: too many open files"})
+		waitStatus(t, srv.URL+"/healthz", 503, "speaker down: start server: too many open files")
+		l.Dispatch(state.ServerApplyFailed{Server: s, OtherSpeaker: true, Error: why})
+		waitStatus(t, srv.URL+"/healthz", 200, "ok")
+		l.Dispatch(state.ServerApplied{Server: s})
+		waitStatus(t, srv.URL+"/readyz", 200, "ready")
+		waitStatus(t, srv.URL+"/healthz", 200, "ok")
 	})
 }
 

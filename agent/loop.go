@@ -38,7 +38,6 @@ type Loop struct {
 	dataplane effects.Executor // linux, vpp or none: whatever carries out the dataplane effects
 	secrets   SecretWatcher
 	svcs      ServiceWatcher
-	observe   []func(state.Action) // tests' hooks
 	publish   []func(state.State)
 	alarm     *alarm // the executor of effects.Alarm
 
@@ -64,11 +63,6 @@ type LoopConfig struct {
 	Log       *slog.Logger
 	Metrics   *Metrics
 	Journal   int
-	// Observer are called on the loop's goroutine with each action it
-	// reduces. Only tests use them now (to count actions, or to hold the
-	// loop); run sets none: time and retries are the reducer's
-	// (docs/design.md "Time").
-	Observer []func(state.Action)
 	// Published are called on the loop's goroutine with each State it
 	// publishes (and the initial one, by NewLoop): for process settings
 	// derived from State that need no result, such as the log level
@@ -86,7 +80,7 @@ type LoopConfig struct {
 func NewLoop(cfg LoopConfig) *Loop {
 	l := &Loop{box: newMailbox(), journal: NewJournal(cfg.Journal), metrics: cfg.Metrics,
 		log: cfg.Log, speaker: cfg.Speaker, dataplane: cfg.Dataplane, secrets: cfg.Secrets, svcs: cfg.Services,
-		observe: cfg.Observer, publish: cfg.Published, work: make(chan []effects.Effect, 1024), now: time.Now,
+		publish: cfg.Published, work: make(chan []effects.Effect, 1024), now: time.Now,
 		stuck: cfg.StuckAfter}
 	if l.stuck <= 0 {
 		l.stuck = time.Minute
@@ -176,9 +170,6 @@ func (l *Loop) step(batch []state.Action) {
 			l.metrics.action(a)
 		}
 		l.journal.Add(a, l.now())
-		for _, o := range l.observe {
-			o(a)
-		}
 	}
 	t1 := time.Now()
 	effs, at, alarm := takeAlarm(effects.Diff(prev, s))

@@ -49,7 +49,7 @@ func BenchmarkLearnedHeap(b *testing.B) {
 // no session up (its agent port has no listener).
 func peerHeap(b *testing.B, n int) float64 {
 	base := heapAlloc()
-	p := routePeer(b, freePort(b), freePort(b), n)
+	p := routePeer(b, benchPort(b), benchPort(b), n)
 	h := float64(heapAlloc()) - float64(base)
 	p.StopBgp(context.Background(), &api.StopBgpRequest{})
 	return h

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"runtime"
 	"runtime/pprof"
@@ -112,12 +111,10 @@ func (s *timedSpeaker) takeLatencies() ([]time.Duration, time.Time) {
 // poll can be rare: on two cores a busy poller would slow the agent.
 func waitUntil(b testing.TB, what string, timeout, every time.Duration, cond func() bool) {
 	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(every)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if !poll(ctx, every, cond) {
+		b.Fatalf("timed out after %s waiting for %s", timeout, what)
 	}
 }
 
@@ -249,15 +246,6 @@ func heapAlloc() uint64 {
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }
 
 // freePort is a TCP port free on 127.0.0.1 right now.
-func freePort(b testing.TB) int32 {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	return int32(ln.Addr().(*net.TCPAddr).Port)
-}
-
 func must(b testing.TB, err error) {
 	b.Helper()
 	if err != nil {

@@ -76,11 +76,20 @@ func learnedAgent(b testing.TB, n int) (*agent.Loop, func()) {
 // startLearnedAgent is learnedAgent's agent, with a prefix limit of its
 // own, before the routes arrive.
 func startLearnedAgent(b testing.TB, n int, limit uint32) (*agent.Loop, func()) {
+	l, _, stop := startPeerAgent(b, n, limit, nil)
+	return l, stop
+}
+
+// startPeerAgent is the agent (with a prefix limit of its own; 0: the
+// default) and its one peer, the BGPPeer "tor" with annotations: a GoBGP
+// speaker originating n /32s (routePeer). upsert gives tor other
+// annotations; stop ends both.
+func startPeerAgent(b testing.TB, n int, limit uint32, annotations map[string]string) (l *agent.Loop, upsert func(map[string]string), stop func()) {
 	log, _ := quietLog()
-	agentPort, peerPort := freePort(b), freePort(b)
+	agentPort, peerPort := benchPort(b), benchPort(b)
 	exec := gobgp.New(gobgp.Options{ListenAddresses: []string{"127.0.0.1"}, Logger: log, GoBGPLevel: slog.LevelError})
 	// The prefix limit (docs/routes.md §9.9) raised to what the peer sends.
-	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{MaxPrefixes: limit}), Speaker: exec,
+	l = agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{MaxPrefixes: limit}), Speaker: exec,
 		Dataplane: effects.NoDataplane{}, Log: log, Journal: 1000})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 3)
@@ -88,7 +97,7 @@ func startLearnedAgent(b testing.TB, n int, limit uint32) (*agent.Loop, func()) 
 	go func() { exec.WatchSessions(ctx, l.Dispatch); done <- struct{}{} }()
 	go func() { exec.WatchLearned(ctx, l.Dispatch); done <- struct{}{} }()
 	peer := routePeer(b, peerPort, agentPort, n)
-	stop := func() {
+	stop = func() {
 		peer.StopBgp(context.Background(), &api.StopBgpRequest{})
 		cancel()
 		for range 3 {
@@ -96,17 +105,20 @@ func startLearnedAgent(b testing.TB, n int, limit uint32) (*agent.Loop, func()) 
 		}
 		exec.Close()
 	}
+	tor := func(annotations map[string]string) state.BGPPeer {
+		return state.BGPPeer{Name: "tor", PeerIP: fmt.Sprintf("127.0.0.2:%d", peerPort), ASNumber: 65001, Annotations: annotations}
+	}
 	for _, a := range []state.Action{
 		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: []state.BGPConfiguration{{Name: "default", ASNumber: 64512, ListenPort: agentPort}}},
 		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{{Name: "node-a", IPv4Address: "127.0.0.1/8"}}},
-		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{{Name: "tor", PeerIP: fmt.Sprintf("127.0.0.2:%d", peerPort), ASNumber: 65001}}},
+		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{tor(annotations)}},
 		state.SourceSynced{Kind: state.KindBGPFilter}, state.SourceSynced{Kind: state.KindPod},
 		state.SourceSynced{Kind: state.KindIPPool}, state.SourceSynced{Kind: state.KindBlockAffinity},
 		state.RoutesListed{Dataplane: "none"},
 	} {
 		l.Dispatch(a)
 	}
-	return l, stop
+	return l, func(a map[string]string) { l.Dispatch(state.PeerUpserted{Peer: tor(a)}) }, stop
 }
 
 // routePeer is a GoBGP speaker on 127.0.0.2:port (AS 65001) peering with

@@ -53,7 +53,7 @@ func closeParked() {
 // buildTenK measures the floor (convergence, then churn) and the agent's
 // convergence, and leaves the agent running.
 func buildTenK(b *testing.B) *tenK {
-	fx := &tenK{cfg: tenKCluster(freePort(b))}
+	fx := &tenK{cfg: tenKCluster(benchPort(b))}
 	fx.c = inPlaceCluster(fx.cfg)
 	srv, calls := desired(b, fx.c)
 	fx.want = len(calls)

@@ -93,7 +93,7 @@ func BenchmarkConvergence(b *testing.B) {
 		closeParked()
 		var m convergence
 		for i := 0; i < b.N; i++ {
-			c := clustergen.Generate(meshCluster(freePort(b)))
+			c := clustergen.Generate(meshCluster(benchPort(b)))
 			srv, calls := desired(b, c)
 			runs := []func(){func() {
 				labelled("floor", func() {

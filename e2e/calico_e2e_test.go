@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	birdtest "github.com/peeragent/peeragent/internal/testrig/bird"
-	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
 )
 
@@ -294,23 +293,10 @@ func forwardIntoNS(t *testing.T, ns, target string) string {
 // calWaitLearned waits until the agent has prefix installed via nextHop.
 func calWaitLearned(t *testing.T, ctx context.Context, a *nsAgent, prefix, nextHop string) {
 	t.Helper()
-	if !clusterPoll(ctx, 60*time.Second, func() bool {
-		d, err := a.fetch(ctx)
-		if err != nil {
-			return false
-		}
-		for _, r := range d.Routes {
-			if r.Prefix.String() == prefix && len(r.Via) == 1 && r.Via[0].String() == nextHop &&
-				(r.Phase == state.RoutePhaseApplied || r.Phase == state.RoutePhaseAdopted) {
-				return true
-			}
-		}
-		return false
-	}) {
-		d, _ := a.fetch(ctx)
-		out, _ := yaml.Marshal(d.Routes)
-		t.Fatalf("%s: no route %s via %s installed:\n%s", a.node, prefix, nextHop, out)
-	}
+	waitState(t, ctx, 60*time.Second, a.fetch, fmt.Sprintf("%s: route %s via %s installed", a.node, prefix, nextHop), func(d stateDump) bool {
+		r := d.route(prefix)
+		return installed(r) && len(r.Via) == 1 && r.Via[0].String() == nextHop
+	})
 }
 
 // clusterBirdRouteIn waits until BIRD has a route for prefix and returns

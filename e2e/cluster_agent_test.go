@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects/gobgp"
+	"github.com/peeragent/peeragent/internal/testrig/logbuf"
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
 )
@@ -36,11 +35,11 @@ type clusterAgent struct {
 	t        *testing.T
 	e        *clusterEnv
 	loop     *agent.Loop
-	speaker  *clusterSpeaker
+	speaker  *recorder
 	watches  *clusterWatches
-	seen     *clusterSeen
+	reduced  *tally          // the actions the loop reduced, from its journal
 	bgp      *gobgp.Executor // nil with the fake
-	logs     *clusterLogBuf
+	logs     *logbuf.Buffer
 	started  time.Time
 	kubeDone chan struct{}
 	kubeErr  error
@@ -55,19 +54,12 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 	if cfg == nil {
 		cfg = e.kc.RESTConfig()
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, dyn := kubeClients(t, cfg)
 	ns := c.namespace
 	if ns == "" {
 		ns = state.DefaultNamespace
 	}
-	a := &clusterAgent{t: t, e: e, logs: &clusterLogBuf{}, seen: &clusterSeen{counts: map[string]int{}},
+	a := &clusterAgent{t: t, e: e, logs: &logbuf.Buffer{},
 		kubeDone: make(chan struct{}), started: time.Now()}
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	group, err := watch.ResolveGroup(cs.Discovery(), c.group) // as run.go's newKubeClients
@@ -78,15 +70,16 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.speaker = &clusterSpeaker{}
+	a.speaker = &recorder{}
 	if c.realBGP {
 		a.bgp = gobgp.New(gobgp.Options{ListenAddresses: []string{clusterAddr}, Logger: log, GoBGPLevel: slog.LevelWarn})
 		a.speaker.inner = a.bgp
 	}
 	a.watches = &clusterWatches{inner: kube, svcs: kube}
 	a.loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(clusterNode, state.Options{Namespace: ns}), Speaker: a.speaker,
-		Secrets: a.watches, Services: a.watches, Log: log, Journal: 1000, Observer: []func(state.Action){a.seen.observe},
+		Secrets: a.watches, Services: a.watches, Log: log, Journal: clusterJournal,
 		Published: c.published})
+	a.reduced = newTally(a.loop.Journal())
 	ctx, cancel := context.WithCancel(context.Background())
 	loopDone, sessDone, learnedDone := make(chan struct{}), make(chan error, 1), make(chan error, 1)
 	go func() { a.loop.Run(ctx); close(loopDone) }()
@@ -120,7 +113,7 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 			}
 		}
 		if t.Failed() {
-			t.Logf("agent log:\n%s\nspeaker effects:\n%s", a.logs.String(), strings.Join(a.speaker.since(0), "\n"))
+			t.Logf("agent log:\n%s\nspeaker effects:\n%s", a.logs.String(), strings.Join(a.speaker.strings(0), "\n"))
 		}
 	}
 	t.Cleanup(a.stop)
@@ -147,13 +140,31 @@ func (a *clusterAgent) alive() {
 func (a *clusterAgent) settle() {
 	a.t.Helper()
 	for range 2 {
-		n := a.seen.markers()
+		n := a.markers()
 		a.loop.Dispatch(state.InputProblemsReported{Source: clusterMarker})
-		if !clusterPoll(a.e.ctx, clusterWaitMax, func() bool { return a.seen.markers() > n }) {
+		if !clusterPoll(a.e.ctx, clusterWaitMax, func() bool { return a.markers() > n }) {
 			a.t.Fatal("the loop never reduced the settle marker")
 		}
 	}
 	if !clusterPoll(a.e.ctx, clusterWaitMax, func() bool { return a.loop.Pending() == 0 }) {
 		a.t.Fatal("the loop's effects never drained")
 	}
+}
+
+// clusterJournal is the agent's journal size: what the loop reduces
+// between two reads of its tally (a.reduced) must fit.
+const clusterJournal = 10000
+
+// markers is how many settle markers the loop has reduced.
+func (a *clusterAgent) markers() int {
+	counts, _ := a.reduced.read(a.t)
+	return counts["inputProblemsReported/"+clusterMarker]
+}
+
+// actions is how many actions of each name the loop has reduced
+// (tally's names), the settle markers left out.
+func (a *clusterAgent) actions() map[string]int {
+	counts, _ := a.reduced.read(a.t)
+	delete(counts, "inputProblemsReported/"+clusterMarker)
+	return counts
 }

@@ -30,7 +30,7 @@ func TestClusterBlockAffinityAdvertised(t *testing.T) {
 			group := tc.group
 			e.putNode(clusterNode, nil, map[string]string{watch.AnnotationIPv4: "127.0.0.1/8"})
 			e.putCalico(group, "BGPConfiguration", "default", map[string]any{
-				"listenPort": int64(clusterFreePort(t)), "nodeToNodeMeshEnabled": false})
+				"listenPort": int64(freePort(t, clusterAddr)), "nodeToNodeMeshEnabled": false})
 			a := e.startAgent(clusterAgentConfig{group: group, realBGP: true})
 			a.initial("initial list", 64512)
 			if got := clusterRIB(t, a); len(got) != 0 {
@@ -66,10 +66,10 @@ func TestClusterBlockAffinityAdvertised(t *testing.T) {
 			if _, ok := a.loop.State().Inputs.Affinities.Get(other); ok {
 				t.Errorf("another node's affinity is in the State's inputs")
 			}
-			if n := a.seen.snapshot()["blockAffinityUpserted"]; n != 2 {
+			if n := a.actions()["blockAffinityUpserted"]; n != 2 {
 				t.Errorf("%d blockAffinityUpserted actions, want 2 (ours, created and changed)", n)
 			}
-			if effs := a.speaker.since(m); len(effs) != 0 {
+			if effs := a.speaker.strings(m); len(effs) != 0 {
 				t.Errorf("another node's affinity caused speaker effects %q", effs)
 			}
 			if got := clusterRIB(t, a); !slices.Equal(got, want) {
@@ -89,7 +89,7 @@ func (a *clusterAgent) waitRIB(what string, want []string) {
 	if !clusterPoll(a.e.ctx, clusterWaitMax, func() bool { got = clusterRIB(a.t, a); return slices.Equal(got, want) }) {
 		a.alive()
 		a.t.Fatalf("%s: RIB %q, want %q; problems %v; speaker effects %s", what, got, want, a.problems(),
-			strings.Join(a.speaker.since(0), "; "))
+			strings.Join(a.speaker.strings(0), "; "))
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	clientretry "k8s.io/client-go/util/retry"
 
 	"github.com/peeragent/peeragent/internal/testrig/kube"
+	"github.com/peeragent/peeragent/watch/status"
 )
 
 // --- the cluster --------------------------------------------------------
@@ -56,14 +57,7 @@ func clusterStart(t *testing.T, budget time.Duration, opts []kube.Option, crdDir
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	t.Cleanup(cancel)
 	cfg := kc.RESTConfig()
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, dyn := kubeClients(t, cfg)
 	e := &clusterEnv{t: t, kc: kc, ctx: ctx, cs: cs, dyn: dyn, started: started,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))}
 	for _, d := range crdDirs {
@@ -276,4 +270,34 @@ func (e *clusterEnv) checkServiceAccount(cfg *rest.Config, group, elsewhere stri
 	}
 	e.t.Logf("as system:serviceaccount:%s:%s: nodes, bgppeers and secret %s/%s readable; secret %s/%[4]s, all secrets and creating a BGPPeer: 403",
 		clusterAgentNS, clusterSA, clusterNS, clusterGrantedSecret, elsewhere)
+}
+
+// startReporter runs the status reporter as run makes it for
+// --report-status (watch/status, Events through its own recorder) with a
+// 1 s Event gap, until the test ends.
+func (e *clusterEnv) startReporter(group string) *status.Reporter {
+	e.t.Helper()
+	rep, err := status.New(status.Config{Dynamic: e.dyn, Events: e.cs, Group: group, Node: clusterNode, Version: "e2e", EventGap: time.Second})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan struct{})
+	go func() { rep.Run(ctx); close(done) }()
+	e.t.Cleanup(func() { cancel(); <-done })
+	return rep
+}
+
+// kubeClients are the typed and dynamic clients over cfg.
+func kubeClients(t testing.TB, cfg *rest.Config) (*kubernetes.Clientset, *dynamic.DynamicClient) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, dyn
 }

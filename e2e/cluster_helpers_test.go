@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"maps"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -12,44 +9,10 @@ import (
 	"time"
 
 	"github.com/peeragent/peeragent/agent"
-	"github.com/peeragent/peeragent/effects"
-	"github.com/peeragent/peeragent/internal/testrig/fakespeaker"
 	"github.com/peeragent/peeragent/state"
 )
 
 // --- wrappers -------------------------------------------------------------
-
-// clusterSpeaker records every effect the loop hands the speaker executor,
-// then passes them to the real one, or acknowledges them (the fake).
-type clusterSpeaker struct {
-	inner effects.Executor
-	mu    sync.Mutex
-	seen  []string
-}
-
-func (s *clusterSpeaker) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
-	s.mu.Lock()
-	for _, e := range effs {
-		s.seen = append(s.seen, e.String())
-	}
-	s.mu.Unlock()
-	if s.inner != nil {
-		return s.inner.Execute(ctx, effs)
-	}
-	return fakespeaker.Ack(effs)
-}
-
-func (s *clusterSpeaker) mark() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.seen)
-}
-
-func (s *clusterSpeaker) since(m int) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.seen[m:])
-}
 
 // clusterWatches records the loop's Secret and service watch calls and
 // passes them on to the kube source.
@@ -103,80 +66,14 @@ func (w *clusterWatches) watching(name string) bool {
 	return w.on[name]
 }
 
-// clusterSeen counts the actions the loop reduces, by name (a complete
-// list by kind too), and the settle markers apart.
-type clusterSeen struct {
-	mu     sync.Mutex
-	counts map[string]int
-	marker int
-}
-
-func (o *clusterSeen) observe(a state.Action) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	switch a := a.(type) {
-	case state.InputProblemsReported:
-		if a.Source == clusterMarker {
-			o.marker++
-			return
-		}
-	case state.SourceSynced:
-		o.counts["sourceSynced/"+string(a.Kind)]++
-		return
-	}
-	o.counts[a.ActionName()]++
-}
-
-func (o *clusterSeen) markers() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.marker
-}
-
-func (o *clusterSeen) snapshot() map[string]int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return maps.Clone(o.counts)
-}
-
-// clusterLogBuf collects the agent's log: GoBGP's goroutines outlive the
-// test, so nothing goes to t.Log directly.
-type clusterLogBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *clusterLogBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *clusterLogBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // --- small helpers ----------------------------------------------------------
 
 // clusterPoll polls cond every 20 ms until it holds (true), limit passes
 // or ctx ends (false).
 func clusterPoll(ctx context.Context, limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		select {
-		case <-ctx.Done():
-			return cond()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return poll(ctx, 20*time.Millisecond, cond)
 }
 
 // clusterExpect checks that effs are exactly the effects named, each by
@@ -219,15 +116,4 @@ func clusterOrNone(parts []string) string {
 		return "none"
 	}
 	return strings.Join(parts, "; ")
-}
-
-// clusterFreePort is a TCP port free on 127.0.0.1 for the speaker.
-func clusterFreePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", net.JoinHostPort(clusterAddr, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -36,7 +36,7 @@ func TestClusterAPIServerRestart(t *testing.T) {
 	// SIGTERM, as a rolling restart of a real control plane does.
 	e := clusterStart(t, 80*time.Second, []kube.Option{kube.WithAPIServerArgs("--shutdown-watch-termination-grace-period=2s")}, clusterCRDs)
 	group := watch.GroupCRD
-	port := clusterFreePort(t)
+	port := freePort(t, clusterAddr)
 	const pw1, pw2 = "cluster-restart-one", "cluster-restart-two"
 	e.putNode(clusterNode, nil, map[string]string{watch.AnnotationIPv4: "127.0.0.1/8"})
 	e.putNode("node-b", nil, map[string]string{watch.AnnotationIPv4: "127.0.0.2/8"})
@@ -96,7 +96,7 @@ func TestClusterAPIServerRestart(t *testing.T) {
 		}
 		if d := after.since(before); d.effects != 0 || d.watchCalls != 0 {
 			t.Errorf("%s: the loop handed the executor %d effects %q and made %d secret watch calls %q",
-				what, d.effects, a.speaker.since(before.effects), d.watchCalls, a.watches.list()[before.watchCalls:])
+				what, d.effects, a.speaker.strings(before.effects), d.watchCalls, a.watches.list()[before.watchCalls:])
 		}
 		a.same(what, before, want...)
 	}

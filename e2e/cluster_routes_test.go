@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"net/netip"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	birdtest "github.com/peeragent/peeragent/internal/testrig/bird"
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
-	"github.com/peeragent/peeragent/watch/status"
 )
 
 // TestClusterReportsRoutes: the Routes class of this node's
@@ -29,7 +27,7 @@ func TestClusterReportsRoutes(t *testing.T) {
 	group := watch.GroupCRD
 	birdAddr := netip.MustParseAddr("127.0.0.44")
 	birdPort := birdtest.FreePort(t, birdAddr)
-	port := clusterFreePort(t)
+	port := freePort(t, clusterAddr)
 	b := birdtest.Start(t, birdtest.Config{Address: birdAddr, Port: birdPort, AS: 65001,
 		Announce:  []netip.Prefix{netip.MustParsePrefix("10.250.0.0/24")},
 		Neighbors: []birdtest.Neighbor{{Name: "agent", Address: netip.MustParseAddr(clusterAddr), Port: port, AS: 64512}}})
@@ -44,14 +42,7 @@ func TestClusterReportsRoutes(t *testing.T) {
 	e.putCalico(group, "CalicoNodeStatus", "node-a-routes", map[string]any{"node": clusterNode,
 		"classes": []any{"Routes"}, "updatePeriodSeconds": int64(1)})
 
-	rep, err := status.New(status.Config{Dynamic: e.dyn, Events: e.cs, Group: group, Node: clusterNode, Version: "e2e", EventGap: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan struct{})
-	go func() { rep.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	rep := e.startReporter(group)
 	a := e.startAgent(clusterAgentConfig{group: group, realBGP: true, learned: true, published: []func(state.State){rep.Observe}})
 	defer a.stop()
 	if _, err := b.WaitEstablished(e.ctx, "agent"); err != nil {

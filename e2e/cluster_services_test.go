@@ -34,7 +34,7 @@ import (
 func TestClusterServiceAdvertised(t *testing.T) {
 	e := clusterStart(t, 90*time.Second, nil, clusterCRDs)
 	group := watch.GroupCRD
-	port := int64(clusterFreePort(t))
+	port := int64(freePort(t, clusterAddr))
 	e.putNode(clusterNode, nil, map[string]string{watch.AnnotationIPv4: "127.0.0.1/8"})
 	e.putCalico(group, "BGPConfiguration", "default", map[string]any{"listenPort": port, "nodeToNodeMeshEnabled": false})
 	rt := &clusterRequests{}
@@ -62,17 +62,7 @@ func TestClusterServiceAdvertised(t *testing.T) {
 	}
 
 	m := a.speaker.mark()
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
-			Ports: []corev1.ServicePort{{Port: 80}}}}
-	svc, err := e.cs.CoreV1().Services("default").Create(e.ctx, svc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create Service: %v", err)
-	}
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
-	if svc, err = e.cs.CoreV1().Services("default").UpdateStatus(e.ctx, svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("set the Service's ingress IP: %v", err)
-	}
+	svc := e.putWebService()
 	t.Logf("Service default/web read back: type %s, externalTrafficPolicy %s, clusterIPs %v, ipFamilies %v, ingress %v",
 		svc.Spec.Type, svc.Spec.ExternalTrafficPolicy, svc.Spec.ClusterIPs, svc.Spec.IPFamilies, svc.Status.LoadBalancer.Ingress[0].IP)
 	slice := &discoveryv1.EndpointSlice{
@@ -82,13 +72,14 @@ func TestClusterServiceAdvertised(t *testing.T) {
 			Conditions: discoveryv1.EndpointConditions{Ready: clusterPtr(true)}}},
 		Ports: []discoveryv1.EndpointPort{{Port: clusterPtr(int32(80))}}}
 	slices_ := e.cs.DiscoveryV1().EndpointSlices("default")
-	if slice, err = slices_.Create(e.ctx, slice, metav1.CreateOptions{}); err != nil {
+	slice, err := slices_.Create(e.ctx, slice, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatalf("create EndpointSlice: %v", err)
 	}
 	a.waitRIB("the Local service with a ready endpoint here advertised", []string{"192.0.2.0/24", "192.0.2.10/32"})
 	a.settle()
 	t.Logf("Service and EndpointSlice (ready on %s) created: RIB %q; speaker effects %s", clusterNode, clusterRIB(t, a),
-		clusterOrNone(a.speaker.since(m)))
+		clusterOrNone(a.speaker.strings(m)))
 
 	m = a.speaker.mark()
 	slice.Endpoints[0].Conditions.Ready = clusterPtr(false)
@@ -97,8 +88,8 @@ func TestClusterServiceAdvertised(t *testing.T) {
 	}
 	a.waitRIB("the endpoint not ready: the /32 withdrawn", []string{"192.0.2.0/24"})
 	a.settle()
-	clusterExpect(t, "the endpoint not ready", a.speaker.since(m), "delete-path")
-	t.Logf("the endpoint not ready: RIB %q; speaker effects %s", clusterRIB(t, a), clusterOrNone(a.speaker.since(m)))
+	clusterExpect(t, "the endpoint not ready", a.speaker.strings(m), "delete-path")
+	t.Logf("the endpoint not ready: RIB %q; speaker effects %s", clusterRIB(t, a), clusterOrNone(a.speaker.strings(m)))
 
 	m = a.speaker.mark()
 	e.putCalico(group, "BGPConfiguration", "default", map[string]any{"listenPort": port, "nodeToNodeMeshEnabled": false})
@@ -110,7 +101,7 @@ func TestClusterServiceAdvertised(t *testing.T) {
 	if calls := a.watches.list(); !slices.Equal(calls, []string{"watch-services", "unwatch-services"}) {
 		t.Errorf("service watch calls %q, want watch-services then unwatch-services", calls)
 	}
-	t.Logf("the range removed: speaker effects %s; watch calls %s", clusterOrNone(a.speaker.since(m)), clusterOrNone(a.watches.list()))
+	t.Logf("the range removed: speaker effects %s; watch calls %s", clusterOrNone(a.speaker.strings(m)), clusterOrNone(a.watches.list()))
 	if !clusterPoll(e.ctx, clusterWaitMax, func() bool { return rt.open(clusterSvcResources...) == 0 }) {
 		t.Fatalf("the range removed: %d service or endpointslice requests still open; requests %q",
 			rt.open(clusterSvcResources...), rt.lines())
@@ -123,7 +114,7 @@ func TestClusterServiceAdvertised(t *testing.T) {
 	if _, err = e.cs.CoreV1().Services("default").UpdateStatus(e.ctx, svc, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("change the Service: %v", err)
 	}
-	upserts := a.seen.snapshot()["serviceUpserted"]
+	upserts := a.actions()["serviceUpserted"]
 	e.editNode(clusterNode, func(n *corev1.Node) { n.Labels["peeragent.test/after"] = "1" })
 	a.waitState("a Node change after the Service change", func(s state.State) bool {
 		return clusterNodeLabel(s, clusterNode, "peeragent.test/after") == "1"
@@ -131,7 +122,7 @@ func TestClusterServiceAdvertised(t *testing.T) {
 	a.settle()
 	t.Logf("after a Service change and a Node change: %d requests for services or endpointslices (%d before), %d open",
 		rt.count(clusterSvcResources...), before, rt.open(clusterSvcResources...))
-	if n := a.seen.snapshot()["serviceUpserted"]; n != upserts {
+	if n := a.actions()["serviceUpserted"]; n != upserts {
 		t.Errorf("a Service change reached the agent after the range was removed (%d serviceUpserted, was %d)", n, upserts)
 	}
 	if after := rt.count(clusterSvcResources...); after != before {
@@ -192,22 +183,16 @@ func (c *clusterRequests) done(res string) {
 	c.live[res]--
 }
 
-func (c *clusterRequests) count(res ...string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, r := range res {
-		n += c.byRes[r]
-	}
-	return n
-}
+// count is how many requests for res were made; open, how many are open.
+func (c *clusterRequests) count(res ...string) int { return c.sum(c.byRes, res) }
+func (c *clusterRequests) open(res ...string) int  { return c.sum(c.live, res) }
 
-func (c *clusterRequests) open(res ...string) int {
+func (c *clusterRequests) sum(m map[string]int, res []string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
 	for _, r := range res {
-		n += c.live[r]
+		n += m[r]
 	}
 	return n
 }
@@ -266,7 +251,7 @@ func TestClusterServiceAtBird(t *testing.T) {
 	group := watch.GroupCRD
 	birdAddr := netip.MustParseAddr("127.0.0.43")
 	birdPort := birdtest.FreePort(t, birdAddr)
-	port := clusterFreePort(t)
+	port := freePort(t, clusterAddr)
 	b := birdtest.Start(t, birdtest.Config{Address: birdAddr, Port: birdPort, AS: 65001, Neighbors: []birdtest.Neighbor{{
 		Name: "agent", Address: netip.MustParseAddr(clusterAddr), Port: port, AS: 64512}}})
 	e.putNode(clusterNode, nil, map[string]string{watch.AnnotationIPv4: "127.0.0.1/8"})
@@ -279,24 +264,15 @@ func TestClusterServiceAtBird(t *testing.T) {
 		t.Fatalf("BIRD's session with the agent: %v; problems %v", err, a.problems())
 	}
 
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
-			Ports: []corev1.ServicePort{{Port: 80}}}}
-	svc, err := e.cs.CoreV1().Services("default").Create(e.ctx, svc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create Service: %v", err)
-	}
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
-	if _, err = e.cs.CoreV1().Services("default").UpdateStatus(e.ctx, svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("set the Service's ingress IP: %v", err)
-	}
+	e.putWebService()
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.5"}, NodeName: clusterPtr(clusterNode),
 			Conditions: discoveryv1.EndpointConditions{Ready: clusterPtr(true)}}}}
 	slices_ := e.cs.DiscoveryV1().EndpointSlices("default")
-	if slice, err = slices_.Create(e.ctx, slice, metav1.CreateOptions{}); err != nil {
+	slice, err := slices_.Create(e.ctx, slice, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatalf("create EndpointSlice: %v", err)
 	}
 	route := clusterBirdRoute(t, e, b, "192.0.2.10/32", true)
@@ -333,4 +309,22 @@ func clusterBirdRoute(t *testing.T, e *clusterEnv, b *birdtest.Bird, prefix stri
 		t.Fatalf("BIRD's route for %s, want present %v: %s (err %v)", prefix, present, out, err)
 	}
 	return strings.TrimSpace(out)
+}
+
+// putWebService creates the Service default/web: a LoadBalancer with
+// externalTrafficPolicy Local, port 80 and the ingress IP 192.0.2.10.
+func (e *clusterEnv) putWebService() *corev1.Service {
+	e.t.Helper()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			Ports: []corev1.ServicePort{{Port: 80}}}}
+	svc, err := e.cs.CoreV1().Services("default").Create(e.ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("create Service: %v", err)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	if svc, err = e.cs.CoreV1().Services("default").UpdateStatus(e.ctx, svc, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatalf("set the Service's ingress IP: %v", err)
+	}
+	return svc
 }

@@ -150,7 +150,7 @@ func (a *clusterAgent) converge(what string, serverASN uint32, want ...clusterNb
 func (a *clusterAgent) initial(what string, serverASN uint32, want ...clusterNbr) {
 	a.t.Helper()
 	a.converge(what, serverASN, want...)
-	effs := a.speaker.since(0)
+	effs := a.speaker.strings(0)
 	a.t.Logf("%s: the agent matched %d neighbors %v after its start; %d speaker effects: %s", what, len(want),
 		time.Since(a.started).Round(time.Millisecond), len(effs), clusterOrNone(effs))
 }
@@ -164,7 +164,7 @@ func (a *clusterAgent) step(what string, change func(), serverASN uint32, want .
 	t0 := time.Now()
 	change()
 	a.converge(what, serverASN, want...)
-	effs := a.speaker.since(m)
+	effs := a.speaker.strings(m)
 	view := "State"
 	if a.bgp != nil {
 		view = "State and GoBGP"
@@ -184,7 +184,7 @@ func (a *clusterAgent) stepInputs(what string, change func(), cond func(state.St
 	change()
 	a.waitState(what, cond)
 	a.settle()
-	effs := a.speaker.since(m)
+	effs := a.speaker.strings(m)
 	a.t.Logf("%s: arrived in %v; %d speaker effects: %s", what, time.Since(t0).Round(time.Millisecond), len(effs), clusterOrNone(effs))
 	return effs
 }
@@ -238,7 +238,7 @@ type clusterSnapshot struct {
 
 func (a *clusterAgent) snapshot() clusterSnapshot {
 	return clusterSnapshot{effects: a.speaker.mark(), watchCalls: len(a.watches.list()),
-		actions: a.seen.snapshot(), gens: clusterSessionGens(a.loop.State())}
+		actions: a.actions(), gens: clusterSessionGens(a.loop.State())}
 }
 
 type clusterDelta struct {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
-	"github.com/peeragent/peeragent/watch/status"
 )
 
 // TestClusterReportsStatus: the agent's source and its status reporter
@@ -33,15 +31,7 @@ func TestClusterReportsStatus(t *testing.T) {
 	e.putCalico(group, "BGPPeer", "tor", map[string]any{"peerIP": "10.0.0.10", "asNumber": int64(64513),
 		"password": map[string]any{"secretKeyRef": map[string]any{"name": "tor-md5", "key": "password"}}})
 
-	rep, err := status.New(status.Config{Dynamic: e.dyn, Events: e.cs, Group: group, Node: clusterNode, Version: "e2e",
-		EventGap: time.Second}) // run's (--report-status), with a shorter Event gap
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan struct{})
-	go func() { rep.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	rep := e.startReporter(group)
 	a := e.startAgent(clusterAgentConfig{group: group, published: []func(state.State){rep.Observe}})
 	defer a.stop()
 

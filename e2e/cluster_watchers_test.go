@@ -20,7 +20,7 @@ import (
 func TestClusterWatchersFollowObjects(t *testing.T) {
 	e := clusterStart(t, 60*time.Second, nil, clusterCRDs)
 	group := watch.GroupCRD
-	port := clusterFreePort(t)
+	port := freePort(t, clusterAddr)
 	if g, err := watch.ResolveGroup(e.cs.Discovery(), watch.GroupAuto); err != nil || g != watch.GroupCRD {
 		t.Errorf("auto with only crd.projectcalico.org installed resolves to %q, %v; want %s", g, err, watch.GroupCRD)
 	}
@@ -34,7 +34,7 @@ func TestClusterWatchersFollowObjects(t *testing.T) {
 	if !a.loop.Ready() {
 		t.Error("the loop is not ready after the initial list")
 	}
-	if effs := a.speaker.since(0); !clusterSameKinds(effs, "start-server as=64512", "set-policy 127.0.0.2", "add-peer 127.0.0.2") {
+	if effs := a.speaker.strings(0); !clusterSameKinds(effs, "start-server as=64512", "set-policy 127.0.0.2", "add-peer 127.0.0.2") {
 		t.Errorf("initial effects: %q, want the server start and the mesh neighbor", effs)
 	}
 

@@ -3,16 +3,18 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
+	"testing"
+	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/state"
 )
 
-// statusDump is the part of an agent's /state the tests read. Passwords
+// stateDump is the part of an agent's /state the tests read. Passwords
 // stay the fingerprint strings the agent served (decoding them as
 // state.Password would fingerprint the fingerprint).
-type statusDump struct {
+type stateDump struct {
 	Node      string `json:"node"`
 	Neighbors []struct {
 		Address  string `json:"address"`
@@ -24,23 +26,65 @@ type statusDump struct {
 	Routes   []*state.TableRoute `json:"routes"`
 }
 
-// fetchState reads a running agent's /state.
-func fetchState(ctx context.Context, addr string) (statusDump, error) {
-	var d statusDump
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/state", nil)
-	if err != nil {
-		return d, err
+// fetchState reads a running agent's /state at addr through client (nil:
+// http.DefaultClient), within 10 s.
+func fetchState(ctx context.Context, client *http.Client, addr string) (stateDump, error) {
+	var d stateDump
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return d, agent.Fetch(ctx, client, addr, "/state", &d)
+}
+
+// session is the session with addr in d (nil: none).
+func (d stateDump) session(addr string) *state.Session {
+	for _, s := range d.Sessions {
+		if s.Address.String() == addr {
+			return s
+		}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return d, fmt.Errorf("read state from %s: %w", addr, err)
+	return nil
+}
+
+// bgp is the speaker's state of the session with addr in d ("": none).
+func (d stateDump) bgp(addr string) string {
+	if s := d.session(addr); s != nil {
+		return s.BGP
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return d, fmt.Errorf("read state from %s: %s", addr, resp.Status)
+	return ""
+}
+
+// route is d's table route of prefix (nil: none).
+func (d stateDump) route(prefix string) *state.TableRoute {
+	for _, r := range d.Routes {
+		if r.Prefix.String() == prefix {
+			return r
+		}
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
-		return d, fmt.Errorf("read state from %s: %w", addr, err)
+	return nil
+}
+
+// installed reports whether the dataplane holds r: applied, or adopted.
+func installed(r *state.TableRoute) bool {
+	return r != nil && (r.Phase == state.RoutePhaseApplied || r.Phase == state.RoutePhaseAdopted)
+}
+
+// waitState reads /state through fetch every 100 ms until cond holds and
+// returns that dump; when limit passes or ctx ends first it fails t with
+// what, the last error and the last dump.
+func waitState(t testing.TB, ctx context.Context, limit time.Duration, fetch func(context.Context) (stateDump, error),
+	what string, cond func(stateDump) bool) stateDump {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var d stateDump
+	var err error
+	if poll(ctx, 100*time.Millisecond, func() bool {
+		d, err = fetch(ctx)
+		return err == nil && cond(d)
+	}) {
+		return d
 	}
-	return d, nil
+	js, _ := json.Marshal(d)
+	t.Fatalf("%s: not within %v (last error %v); last /state: %s", what, limit, err, js)
+	return d
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/peeragent/peeragent/effects/gobgp"
 	"github.com/peeragent/peeragent/internal/testrig/bird"
 	"github.com/peeragent/peeragent/internal/testrig/frr"
+	"github.com/peeragent/peeragent/internal/testrig/logbuf"
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
 )
@@ -62,7 +63,7 @@ func startCommPeers(t *testing.T) *commPeers {
 	frr.Require(t)
 	noflapRequireAddrs(t, commOurAddr, commBirdAddr, commFRRAddr)
 	ours, b, f := netip.MustParseAddr(commOurAddr), netip.MustParseAddr(commBirdAddr), netip.MustParseAddr(commFRRAddr)
-	p := &commPeers{ourPort: noflapFreePort(t, commOurAddr), birdPort: bird.FreePort(t, b), frrPort: frr.FreePort(t, f)}
+	p := &commPeers{ourPort: freePort(t, commOurAddr), birdPort: bird.FreePort(t, b), frrPort: frr.FreePort(t, f)}
 	p.bird = bird.Start(t, bird.Config{Address: b, Port: p.birdPort, AS: commBirdAS,
 		Neighbors: []bird.Neighbor{{Name: commProto, Address: ours, Port: p.ourPort, AS: commOurAS}}})
 	p.frr = frr.Start(t, frr.Config{Address: f, Port: p.frrPort, AS: commFRRAS,
@@ -79,7 +80,7 @@ type commSource interface {
 // startCommAgent runs the Loop and the real GoBGP executor on src until the
 // test ends.
 func startCommAgent(t *testing.T, src commSource, svcs agent.ServiceWatcher) *agent.Loop {
-	logs := &noflapLogBuf{}
+	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	bgp := gobgp.New(gobgp.Options{ListenAddresses: []string{commOurAddr}, Logger: log, GoBGPLevel: slog.LevelWarn})
 	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: bgp, Secrets: src,

@@ -73,15 +73,9 @@ spec: {node: node-a, peerIP: %s, asNumber: %d}
 // for BIRD's restart time, and goes when that time ends without a new
 // session.
 func TestBirdSessionLossKeepsRouteForRestartTime(t *testing.T) {
-	r := newGRRig(t)
-	b := r.startBird(t, "on")
-	r.waitInstalled(t, b, true)
-	w := watchRoutes(t, r.nsA)
+	r, b, w := startGR(t, "on")
 
-	t0 := time.Now()
-	if err := b.Kill(); err != nil {
-		t.Fatal(err)
-	}
+	t0 := killBird(t, b)
 	down := r.waitSessionDown(t)
 	if rt, ok := kernelRoute(t, r.h, grPrefix); !ok || rt.Gw.String() != grAddrB {
 		t.Fatalf("the route to %s went with the session (kernel: %v), want it kept for the restart time", grPrefix, rt)
@@ -113,15 +107,9 @@ func TestBirdSessionLossKeepsRouteForRestartTime(t *testing.T) {
 // route is neither removed nor replaced, through the new session and past
 // the end of the restart time the first one would have run out at.
 func TestBirdRestartWithinRestartTimeKeepsRoute(t *testing.T) {
-	r := newGRRig(t)
-	b := r.startBird(t, "on")
-	r.waitInstalled(t, b, true)
-	w := watchRoutes(t, r.nsA)
+	r, b, w := startGR(t, "on")
 
-	t0 := time.Now()
-	if err := b.Kill(); err != nil {
-		t.Fatal(err)
-	}
+	t0 := killBird(t, b)
 	down := r.waitSessionDown(t)
 	b2 := r.startBird(t, "on")
 	r.waitInstalled(t, b2, true)
@@ -155,15 +143,9 @@ func TestBirdRestartWithinRestartTimeKeepsRoute(t *testing.T) {
 // restart (BIRD `graceful restart off`): the route goes as soon as the
 // session does.
 func TestBirdSessionLossWithoutGracefulRestart(t *testing.T) {
-	r := newGRRig(t)
-	b := r.startBird(t, "off")
-	r.waitInstalled(t, b, false)
-	w := watchRoutes(t, r.nsA)
+	r, b, w := startGR(t, "off")
 
-	t0 := time.Now()
-	if err := b.Kill(); err != nil {
-		t.Fatal(err)
-	}
+	t0 := killBird(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	at, ok := w.waitFor(ctx, "RTM_DELROUTE", grPrefix)
@@ -182,10 +164,7 @@ func TestBirdSessionLossWithoutGracefulRestart(t *testing.T) {
 // agent deletes the neighbor (BIRD receives a Cease) and the route goes
 // with it, not after the restart time.
 func TestBirdDeletePeerWithGracefulRestart(t *testing.T) {
-	r := newGRRig(t)
-	b := r.startBird(t, "on")
-	r.waitInstalled(t, b, true)
-	w := watchRoutes(t, r.nsA)
+	r, b, w := startGR(t, "on")
 
 	t0 := time.Now()
 	if err := os.Remove(filepath.Join(r.dir, grPeerFile)); err != nil {
@@ -226,6 +205,26 @@ type grRig struct {
 	dir      string
 	agent    *nsAgent
 	h        *netlink.Handle
+}
+
+// startGR is the rig with BIRD started with graceful restart on or off,
+// its route installed on node-a, and node-a's route messages watched.
+func startGR(t *testing.T, gr string) (*grRig, *bird.Bird, *routeWatch) {
+	t.Helper()
+	r := newGRRig(t)
+	b := r.startBird(t, gr)
+	r.waitInstalled(t, b, gr == "on")
+	return r, b, watchRoutes(t, r.nsA)
+}
+
+// killBird SIGKILLs BIRD and returns when.
+func killBird(t *testing.T, b *bird.Bird) time.Time {
+	t.Helper()
+	t0 := time.Now()
+	if err := b.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	return t0
 }
 
 func newGRRig(t *testing.T) *grRig {
@@ -296,10 +295,10 @@ func (r *grRig) waitInstalled(t *testing.T, b *bird.Bird, gr bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d pingDump
+	var d stateDump
 	for {
 		d, err = r.agent.fetch(ctx)
-		if err == nil && sessionBGP(d, grAddrB) == "established" && tableRouteVia(d, grAddrB) {
+		if err == nil && d.bgp(grAddrB) == "established" && tableRouteVia(d, grAddrB) {
 			if rt, ok := kernelRoute(t, r.h, grPrefix); ok && rt.Gw.String() == grAddrB {
 				break
 			}
@@ -332,7 +331,7 @@ func (r *grRig) waitSessionDown(t *testing.T) time.Time {
 	defer cancel()
 	for {
 		d, err := r.agent.fetch(ctx)
-		if bgp := sessionBGP(d, grAddrB); err == nil && bgp != "established" {
+		if bgp := d.bgp(grAddrB); err == nil && bgp != "established" {
 			return time.Now()
 		}
 		select {
@@ -366,19 +365,9 @@ func (r *grRig) checkTableRoute(t *testing.T, want bool) {
 	}
 }
 
-// sessionBGP is the speaker's state of the session with addr in d.
-func sessionBGP(d pingDump, addr string) string {
-	for _, s := range d.Sessions {
-		if s.Address.String() == addr {
-			return s.BGP
-		}
-	}
-	return ""
-}
-
 // tableRouteVia reports whether d's table routes grPrefix via nextHop
 // only, learned, and applied.
-func tableRouteVia(d pingDump, nextHop string) bool {
+func tableRouteVia(d stateDump, nextHop string) bool {
 	for _, rt := range d.Routes {
 		if rt.Prefix.String() == grPrefix {
 			return rt.Origin == "learned" && len(rt.Via) == 1 && rt.Via[0].String() == nextHop &&

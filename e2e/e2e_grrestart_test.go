@@ -98,13 +98,13 @@ func (r *grRig) waitBlock(t *testing.T, b *bird.Bird, restarted bool) bird.Proto
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var p bird.ProtocolState
-	var d pingDump
+	var d stateDump
 	var err error
 	for {
 		p, err = b.Protocol(grProtocol)
 		if err == nil && p.Established() && p.Channels["ipv4"].Imported == 1 {
 			d, err = r.agent.fetch(ctx)
-			if err == nil && d.Routing.Settled && sessionBGP(d, grAddrB) == "established" &&
+			if err == nil && d.Routing.Settled && d.bgp(grAddrB) == "established" &&
 				(!restarted || strings.Count(b.Log(), "graceful restart done") >= grDoneCount(b)) {
 				return p
 			}

@@ -11,7 +11,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -197,10 +196,10 @@ func TestHostileEdgeRefused(t *testing.T) {
 	agent := startNSAgent(t, buildAgent(t), nsA, dir, "node-a", hostAddrA)
 
 	// Wait for both markers in the kernel and every refusal counted.
-	var d hostileDump
+	var d stateDump
 	for {
 		var err error
-		d, err = fetchHostile(ctx, agent)
+		d, err = agent.fetch(ctx)
 		if err == nil && sp.sentAll() && sameCounts(d.Routing.Refused, hostileRefused) &&
 			slices.Equal(hostileKernelRoutes(t, h), hostileKernel) {
 			break
@@ -216,7 +215,7 @@ func TestHostileEdgeRefused(t *testing.T) {
 	t.Logf("refused %v; kernel (protocol %d): %q", d.Routing.Refused, pingProto, hostileKernel)
 	// Keep going for a few of the speaker's keepalives: nothing changes.
 	time.Sleep(4 * time.Second)
-	d, err := fetchHostile(ctx, agent)
+	d, err := agent.fetch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +223,7 @@ func TestHostileEdgeRefused(t *testing.T) {
 		t.Errorf("kernel routes of protocol %d: %q, want %q", pingProto, got, hostileKernel)
 	}
 	for _, addr := range []string{hostAddrB, hostAddrB6} {
-		s := sessionOf(d, addr)
+		s := d.session(addr)
 		if s == nil || s.BGP != "established" || s.Flaps != 0 {
 			t.Errorf("session with %s: %+v, want established with no flap", addr, s)
 		}
@@ -256,36 +255,6 @@ func TestHostileEdgeRefused(t *testing.T) {
 	if got, want := sp.received(), []string{"10.244.1.0/26"}; !slices.Equal(got, want) {
 		t.Errorf("the speaker received %q, want %q", got, want)
 	}
-}
-
-// hostileDump is the part of /state the test reads.
-type hostileDump struct {
-	Sessions []*state.Session    `json:"sessions"`
-	Routing  state.Routing       `json:"routing"`
-	Problems []state.Problem     `json:"problems"`
-	Routes   []*state.TableRoute `json:"routes"`
-}
-
-func fetchHostile(ctx context.Context, a *nsAgent) (hostileDump, error) {
-	var d hostileDump
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+pingHTTP+"/state", nil)
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return d, err
-	}
-	defer resp.Body.Close()
-	return d, json.NewDecoder(resp.Body).Decode(&d)
-}
-
-func sessionOf(d hostileDump, addr string) *state.Session {
-	for _, s := range d.Sessions {
-		if s.Address.String() == addr {
-			return s
-		}
-	}
-	return nil
 }
 
 func sameCounts(a, b state.RefusedCounts) bool {

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"os"
 	"testing"
@@ -38,44 +36,17 @@ func TestTwoAgentsLearnEachOthersBlocks(t *testing.T) {
 	waitLearned(t, b, "10.244.1.0/26", "127.0.0.1", "10.244.2.0/26")
 }
 
-// routesDump is the route part of /state.
-type routesDump struct {
-	Routing state.Routing       `json:"routing"`
-	Routes  []*state.TableRoute `json:"routes"`
-}
-
 // waitLearned waits until the agent's table routes prefix via nextHop
 // (learned, skipped by --dataplane none), has its own block as a drop
 // route, and is settled on nextHop's End-of-RIB.
 func waitLearned(t *testing.T, a *agentProc, prefix, nextHop, own string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
-	var d routesDump
-	for {
-		d = routesDump{}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+a.http+"/state", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			_ = json.NewDecoder(resp.Body).Decode(&d)
-			resp.Body.Close()
-		}
-		var learned, drop bool
-		for _, r := range d.Routes {
-			switch {
-			case r.Prefix.String() == prefix:
-				learned = r.Origin == "learned" && len(r.Via) == 1 && r.Via[0].String() == nextHop && r.Phase == state.RoutePhaseSkipped
-			case r.Prefix.String() == own:
-				drop = r.Drop && r.Phase == state.RoutePhaseSkipped
-			}
-		}
-		if learned && drop && d.Routing.Settled && d.Routing.SpeakerGen > 0 && d.Routing.HasEOR(netip.MustParseAddr(nextHop), "ipv4-unicast") {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			js, _ := json.Marshal(d)
-			t.Fatalf("%s: no learned route %s via %s, settled: %s", a.node, prefix, nextHop, js)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	waitState(t, context.Background(), 45*time.Second, a.fetch,
+		fmt.Sprintf("%s: learned route %s via %s, drop %s, settled", a.node, prefix, nextHop, own), func(d stateDump) bool {
+			r, o := d.route(prefix), d.route(own)
+			learned := r != nil && r.Origin == "learned" && len(r.Via) == 1 && r.Via[0].String() == nextHop && r.Phase == state.RoutePhaseSkipped
+			drop := o != nil && o.Drop && o.Phase == state.RoutePhaseSkipped
+			return learned && drop && d.Routing.Settled && d.Routing.SpeakerGen > 0 &&
+				d.Routing.HasEOR(netip.MustParseAddr(nextHop), "ipv4-unicast")
+		})
 }

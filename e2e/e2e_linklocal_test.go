@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/internal/testrig/frr"
 	"github.com/peeragent/peeragent/internal/testrig/netns"
 	"github.com/peeragent/peeragent/state"
@@ -184,53 +185,28 @@ func TestFRRLinkLocalNextHopOnSharedLink(t *testing.T) {
 // and its learned route to prefix is applied via the peer's address only.
 func (a *nsAgent) waitLearned(t *testing.T, ctx context.Context, peer netip.Addr, prefix string) {
 	t.Helper()
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	var d pingDump
-	var err error
-	for {
-		d, err = a.fetch(wctx)
-		if err == nil {
-			var est, via bool
-			for _, s := range d.Sessions {
-				est = est || (s.Address == peer && s.Phase == "established")
+	waitState(t, ctx, 60*time.Second, a.fetch, fmt.Sprintf("%s: established session with %s and route %s via it", a.node, peer, prefix),
+		func(d stateDump) bool {
+			s, r := d.session(peer.String()), d.route(prefix)
+			if r == nil || r.Origin != "learned" || r.Phase != state.RoutePhaseApplied {
+				return false
 			}
-			for _, r := range d.Routes {
-				if r.Prefix.String() == prefix && r.Origin == "learned" && r.Phase == state.RoutePhaseApplied {
-					if !slices.Equal(r.Via, []netip.Addr{peer}) {
-						t.Fatalf("%s: route %s via %v, want via %s only", a.node, prefix, r.Via, peer)
-					}
-					via = true
-				}
+			if !slices.Equal(r.Via, []netip.Addr{peer}) {
+				t.Fatalf("%s: route %s via %v, want via %s only", a.node, prefix, r.Via, peer)
 			}
-			if est && via {
-				return
-			}
-		}
-		select {
-		case <-wctx.Done():
-			js, _ := json.Marshal(d)
-			t.Fatalf("%s: no established session with %s and route %s via it (last error %v): %s", a.node, peer, prefix, err, js)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+			return s != nil && s.Phase == state.PhaseEstablished
+		})
 }
 
 // learnedNextHops reads the agent's /actions journal: the next hops of the
 // last best path of prefix from neighbor that the speaker reported.
 func (a *nsAgent) learnedNextHops(t *testing.T, ctx context.Context, prefix string, neighbor netip.Addr) []netip.Addr {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pingHTTP+"/actions", nil)
-	resp, err := a.client.Do(req)
-	if err != nil {
-		t.Fatalf("%s /actions: %v", a.node, err)
-	}
-	defer resp.Body.Close()
 	var entries []struct {
 		Action map[string]json.RawMessage `json:"action"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&entries); err != nil {
-		t.Fatalf("%s /actions: %v", a.node, err)
+	if err := agent.Fetch(ctx, a.client, pingHTTP, "/actions", &entries); err != nil {
+		t.Fatalf("%s: %v", a.node, err)
 	}
 	var nh []netip.Addr
 	found := false

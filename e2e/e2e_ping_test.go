@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -443,28 +442,12 @@ func nsHTTPClient(ns string) *http.Client {
 	}}
 }
 
-// pingDump is the part of /state the ping test reads.
-type pingDump struct {
-	Sessions []*state.Session    `json:"sessions"`
-	Routing  state.Routing       `json:"routing"`
-	Routes   []*state.TableRoute `json:"routes"`
+// fetch reads the agent's /state through its network namespace.
+func (a *nsAgent) fetch(ctx context.Context) (stateDump, error) {
+	return fetchState(ctx, a.client, pingHTTP)
 }
 
-func (a *nsAgent) fetch(ctx context.Context) (pingDump, error) {
-	var d pingDump
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pingHTTP+"/state", nil)
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return d, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return d, errors.New(resp.Status)
-	}
-	return d, json.NewDecoder(resp.Body).Decode(&d)
-}
-
-func (a *nsAgent) state(t *testing.T, ctx context.Context) pingDump {
+func (a *nsAgent) state(t *testing.T, ctx context.Context) stateDump {
 	t.Helper()
 	d, err := a.fetch(ctx)
 	if err != nil {
@@ -478,39 +461,13 @@ func (a *nsAgent) state(t *testing.T, ctx context.Context) pingDump {
 // as a drop route applied (or adopted), and the routes are settled.
 func (a *nsAgent) waitRoutes(t *testing.T, ctx context.Context, peer, learned, own string) {
 	t.Helper()
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	installed := func(r *state.TableRoute) bool {
-		return r.Phase == state.RoutePhaseApplied || r.Phase == state.RoutePhaseAdopted
-	}
-	var d pingDump
-	var err error
-	for {
-		d, err = a.fetch(wctx)
-		if err == nil {
-			var est, via, drop bool
-			for _, s := range d.Sessions {
-				est = est || (s.Address.String() == peer && s.Phase == "established")
-			}
-			for _, r := range d.Routes {
-				switch r.Prefix.String() {
-				case learned:
-					via = len(r.Via) == 1 && r.Via[0].String() == peer && installed(r)
-				case own:
-					drop = r.Drop && installed(r)
-				}
-			}
-			if est && via && drop && d.Routing.Settled {
-				return
-			}
-		}
-		select {
-		case <-wctx.Done():
-			js, _ := json.Marshal(d)
-			t.Fatalf("%s: no established session with %s, route %s via it and drop %s, settled (last error %v): %s", a.node, peer, learned, own, err, js)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	waitState(t, ctx, 60*time.Second, a.fetch,
+		fmt.Sprintf("%s: established session with %s, route %s via it and drop %s, settled", a.node, peer, learned, own),
+		func(d stateDump) bool {
+			s, r, o := d.session(peer), d.route(learned), d.route(own)
+			return s != nil && s.Phase == state.PhaseEstablished && installed(r) && len(r.Via) == 1 && r.Via[0].String() == peer &&
+				installed(o) && o.Drop && d.Routing.Settled
+		})
 }
 
 // kernelRoute is the main-table route of prefix in the namespace of h with

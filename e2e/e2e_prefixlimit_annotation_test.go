@@ -1,18 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	api "github.com/osrg/gobgp/v4/api"
-
 	"github.com/peeragent/peeragent/agent"
-	"github.com/peeragent/peeragent/effects"
-	"github.com/peeragent/peeragent/effects/gobgp"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -118,42 +112,11 @@ func waitProblem(t *testing.T, l *agent.Loop, prefix, what string) string {
 	return problem
 }
 
-// annotatedLimitAgent is startLearnedAgent's agent and peer with the
-// flag's default limit and the BGPPeer "tor" annotated with maxPrefixes;
-// upsert annotates it anew.
+// annotatedLimitAgent is startPeerAgent's agent and peer with the flag's
+// default limit and the BGPPeer "tor" annotated with maxPrefixes; upsert
+// annotates it anew.
 func annotatedLimitAgent(t *testing.T, n int, maxPrefixes string) (*agent.Loop, func(string), func()) {
-	log, _ := quietLog()
-	agentPort, peerPort := freePort(t), freePort(t)
-	exec := gobgp.New(gobgp.Options{ListenAddresses: []string{"127.0.0.1"}, Logger: log, GoBGPLevel: slog.LevelError})
-	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: exec,
-		Dataplane: effects.NoDataplane{}, Log: log, Journal: 1000})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 3)
-	go func() { l.Run(ctx); done <- struct{}{} }()
-	go func() { exec.WatchSessions(ctx, l.Dispatch); done <- struct{}{} }()
-	go func() { exec.WatchLearned(ctx, l.Dispatch); done <- struct{}{} }()
-	peer := routePeer(t, peerPort, agentPort, n)
-	stop := func() {
-		peer.StopBgp(context.Background(), &api.StopBgpRequest{})
-		cancel()
-		for range 3 {
-			<-done
-		}
-		exec.Close()
-	}
-	tor := func(v string) state.BGPPeer {
-		return state.BGPPeer{Name: "tor", PeerIP: fmt.Sprintf("127.0.0.2:%d", peerPort), ASNumber: 65001,
-			Annotations: map[string]string{state.AnnotationMaxPrefixes: v}}
-	}
-	for _, a := range []state.Action{
-		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: []state.BGPConfiguration{{Name: "default", ASNumber: 64512, ListenPort: agentPort}}},
-		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{{Name: "node-a", IPv4Address: "127.0.0.1/8"}}},
-		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{tor(maxPrefixes)}},
-		state.SourceSynced{Kind: state.KindBGPFilter}, state.SourceSynced{Kind: state.KindPod},
-		state.SourceSynced{Kind: state.KindIPPool}, state.SourceSynced{Kind: state.KindBlockAffinity},
-		state.RoutesListed{Dataplane: "none"},
-	} {
-		l.Dispatch(a)
-	}
-	return l, func(v string) { l.Dispatch(state.PeerUpserted{Peer: tor(v)}) }, stop
+	ann := func(v string) map[string]string { return map[string]string{state.AnnotationMaxPrefixes: v} }
+	l, upsert, stop := startPeerAgent(t, n, 0, ann(maxPrefixes))
+	return l, func(v string) { upsert(ann(v)) }, stop
 }

@@ -44,7 +44,7 @@ func startReflPeers(t *testing.T) *reflPeers {
 	bird.Require(t)
 	noflapRequireAddrs(t, reflOurAddr, reflBAddr, reflCAddr, reflToRAddr)
 	ours := netip.MustParseAddr(reflOurAddr)
-	p := &reflPeers{ourPort: noflapFreePort(t, reflOurAddr)}
+	p := &reflPeers{ourPort: freePort(t, reflOurAddr)}
 	start := func(i int, addr string, as uint32, announce []netip.Prefix) *bird.Bird {
 		a := netip.MustParseAddr(addr)
 		p.ports[i] = bird.FreePort(t, a)

@@ -32,7 +32,7 @@ func TestRescanRepairsKernelRoutes(t *testing.T) {
 	a := startNSAgent(t, buildAgent(t), ns, dir, "node-a", pingAddrA, "--route-settle-max", "1s", "--route-rescan", "500ms")
 	h := nsHandle(t, ns)
 
-	waitSettled := func(what string, cond func(pingDump) bool) pingDump {
+	waitSettled := func(what string, cond func(stateDump) bool) stateDump {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
@@ -50,7 +50,7 @@ func TestRescanRepairsKernelRoutes(t *testing.T) {
 			}
 		}
 	}
-	waitSettled("the blackhole applied and the routes settled", func(d pingDump) bool {
+	waitSettled("the blackhole applied and the routes settled", func(d stateDump) bool {
 		_, ok := kernelRoute(t, h, pingBlkA)
 		return ok && d.Routing.Settled
 	})
@@ -77,7 +77,7 @@ func TestRescanRepairsKernelRoutes(t *testing.T) {
 		t.Fatalf("the route %s added by hand under protocol 201 was not removed: %q\n%s", stray, w.stop(), a.logs())
 	}
 	t.Logf("route %s added by hand under protocol 201, removed %v later", stray, at.Sub(t1).Round(time.Millisecond))
-	d := waitSettled("two repairs counted", func(d pingDump) bool { return d.Routing.Repairs >= 2 })
+	d := waitSettled("two repairs counted", func(d stateDump) bool { return d.Routing.Repairs >= 2 })
 	if d.Routing.Repairs != 2 {
 		t.Errorf("repairs %d, want 2", d.Routing.Repairs)
 	}

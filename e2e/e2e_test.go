@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/peeragent/peeragent/internal/testrig/probe"
 )
 
 // The end-to-end test runs two real agent processes (one embedded GoBGP
@@ -111,7 +113,7 @@ func TestTwoAgentsFollowSecretRotation(t *testing.T) {
 				continue // stopped: its HTTP is gone
 			}
 			for _, path := range []string{"/state", "/actions", "/metrics", "/nope"} {
-				if _, body := get(t, "http://"+ag.http+path); strings.Contains(body, secret) {
+				if _, body := probe.Get(t, "http://"+ag.http+path); strings.Contains(body, secret) {
 					t.Errorf("%s %s shows a password", ag.node, path)
 				}
 			}
@@ -199,24 +201,22 @@ func startAgent(t *testing.T, bin, dir, node, addr string, extra ...string) *age
 // (with password fingerprint fp, when given) and returns the fingerprint.
 func waitSession(t *testing.T, a *agentProc, addr, fp string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
-	for {
-		d, err := fetchState(ctx, a.http)
-		if err == nil {
-			if got, ok := established(d, addr); ok && (fp == "" || got == fp) {
-				return got
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: neighbor %s not established with password %q in time (last error %v)", a.node, addr, fp, err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	var got string
+	waitState(t, context.Background(), 45*time.Second, a.fetch,
+		fmt.Sprintf("%s: neighbor %s established with password %q", a.node, addr, fp), func(d stateDump) bool {
+			var ok bool
+			got, ok = established(d, addr)
+			return ok && (fp == "" || got == fp)
+		})
+	return got
 }
 
-func established(d statusDump, addr string) (string, bool) {
+// fetch reads the agent's /state.
+func (a *agentProc) fetch(ctx context.Context) (stateDump, error) {
+	return fetchState(ctx, nil, a.http)
+}
+
+func established(d stateDump, addr string) (string, bool) {
 	fp := ""
 	for _, n := range d.Neighbors {
 		if n.Address == addr {
@@ -237,15 +237,6 @@ func requireAddr(t *testing.T, addr string) {
 		t.Skipf("cannot bind %s: %v", addr, err)
 	}
 	ln.Close()
-}
-
-func freeAddr(t *testing.T, host string) string {
-	ln, err := net.Listen("tcp", host+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // freeBGPPort finds a port free on both agent addresses.

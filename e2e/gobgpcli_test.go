@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/peeragent/peeragent/state"
 )
 
 // gobgpVersion is the GoBGP release go.mod pins: its gobgp CLI must work
@@ -146,21 +148,10 @@ func TestGoBGPCLIAgainstAgent(t *testing.T) {
 // password) is established.
 func waitEstablished(t *testing.T, a *agentProc, addr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
-	for {
-		d, err := fetchState(ctx, a.http)
-		for _, s := range d.Sessions {
-			if err == nil && s.Address.String() == addr && s.Phase.String() == "established" {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: neighbor %s not established in time (last error %v)", a.node, addr, err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	waitState(t, context.Background(), 45*time.Second, a.fetch, a.node+": neighbor "+addr+" established", func(d stateDump) bool {
+		s := d.session(addr)
+		return s != nil && s.Phase == state.PhaseEstablished
+	})
 }
 
 func portOf(hostport string) string {

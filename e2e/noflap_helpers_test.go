@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -53,12 +51,8 @@ func noflapSession(l *agent.Loop, a netip.Addr) state.Session {
 
 func noflapWait(ctx context.Context, t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(20 * time.Millisecond):
-		}
+	if !poll(ctx, 20*time.Millisecond, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
@@ -79,51 +73,6 @@ func noflapRequireAddrs(t *testing.T, addrs ...string) {
 	}
 }
 
-func noflapFreePort(t *testing.T, addr string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", net.JoinHostPort(addr, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// noflapCounter counts every effect handed to the speaker executor.
-type noflapCounter struct {
-	inner effects.Executor
-	mu    sync.Mutex
-	seen  []effects.Effect
-}
-
-func (c *noflapCounter) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
-	c.mu.Lock()
-	c.seen = append(c.seen, effs...)
-	c.mu.Unlock()
-	return c.inner.Execute(ctx, effs)
-}
-
-func (c *noflapCounter) mark() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.seen)
-}
-
-func (c *noflapCounter) since(m int) []effects.Effect {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.seen[m:])
-}
-
-func (c *noflapCounter) strings(m int) []string {
-	var out []string
-	for _, e := range c.since(m) {
-		out = append(out, e.String())
-	}
-	return out
-}
-
-// noflapByAddr counts effects by neighbor address ("" for server effects).
 func noflapByAddr(effs []effects.Effect) map[string]int {
 	out := map[string]int{}
 	for _, e := range effs {
@@ -144,62 +93,22 @@ func noflapOnly(effs []effects.Effect) effects.Effect {
 	return effs[0]
 }
 
-// noflapObserver counts the actions the loop reduces.
-type noflapObserver struct {
-	mu                       sync.Mutex
-	total, sessions, results int
-	changed                  chan struct{} // closed and replaced on every action
-}
+// noflapReduced counts the actions the loop reduced (from its journal):
+// in all, the session changes, and the results of effects.
+type noflapReduced struct{ total, sessions, results int }
 
-// waitTotal waits until the loop has reduced n actions in all.
-func (o *noflapObserver) waitTotal(ctx context.Context, t *testing.T, n int) {
-	t.Helper()
-	for {
-		o.mu.Lock()
-		total, ch := o.total, o.changed
-		if ch == nil {
-			ch = make(chan struct{})
-			o.changed = ch
-		}
-		o.mu.Unlock()
-		if total >= n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for the loop to reduce %d actions (has %d)", n, total)
-		}
+func noflapCount(t testing.TB, reduced *tally) noflapReduced {
+	counts, total := reduced.read(t)
+	r := noflapReduced{total: total, sessions: counts["sessionStateChanged"]}
+	for _, name := range []string{"peerApplied", "peerApplyFailed", "serverApplied", "serverApplyFailed",
+		"tableRouteApplied", "tableRouteApplyFailed"} {
+		r.results += counts[name]
 	}
+	return r
 }
 
-type noflapSeen struct{ total, sessions, results int }
-
-func (o *noflapObserver) observe(a state.Action) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.total++
-	if o.changed != nil {
-		close(o.changed)
-		o.changed = nil
-	}
-	switch a.(type) {
-	case state.SessionStateChanged:
-		o.sessions++
-	case state.PeerApplied, state.PeerApplyFailed, state.ServerApplied, state.ServerApplyFailed, state.TableRouteApplied, state.TableRouteApplyFailed:
-		o.results++
-	}
-}
-
-func (o *noflapObserver) mark() noflapSeen {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return noflapSeen{o.total, o.sessions, o.results}
-}
-
-func (o *noflapObserver) since(m noflapSeen) noflapSeen {
-	n := o.mark()
-	return noflapSeen{n.total - m.total, n.sessions - m.sessions, n.results - m.results}
+func (r noflapReduced) since(m noflapReduced) noflapReduced {
+	return noflapReduced{r.total - m.total, r.sessions - m.sessions, r.results - m.results}
 }
 
 // noflapSecretWatcher plays the per-name Secret watch: a watch started
@@ -232,23 +141,4 @@ func (w *noflapSecretWatcher) calls() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.n
-}
-
-// noflapLogBuf collects the agent's logs: GoBGP's goroutines outlive the
-// test, so they never go to t.Log directly.
-type noflapLogBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *noflapLogBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *noflapLogBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

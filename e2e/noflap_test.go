@@ -14,6 +14,7 @@ import (
 	"github.com/peeragent/peeragent/effects/gobgp"
 	"github.com/peeragent/peeragent/internal/testrig/bird"
 	"github.com/peeragent/peeragent/internal/testrig/frr"
+	"github.com/peeragent/peeragent/internal/testrig/logbuf"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -66,7 +67,7 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	start := time.Now()
 
 	// The peers, configured to peer with node-a on our listen port.
-	ourPort := noflapFreePort(t, noflapOurAddr)
+	ourPort := freePort(t, noflapOurAddr)
 	birdAddr, frrAddr := netip.MustParseAddr(noflapBirdAddr), netip.MustParseAddr(noflapFRRAddr)
 	ourAddr := netip.MustParseAddr(noflapOurAddr)
 	birdPort := bird.FreePort(t, birdAddr)
@@ -79,14 +80,14 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 
 	// The agent: the real Loop and the real GoBGP executor, counted.
 	cl := newNoflapCluster(ourPort, netip.AddrPortFrom(birdAddr, uint16(birdPort)), netip.AddrPortFrom(frrAddr, uint16(frrPort)))
-	logs := &noflapLogBuf{}
+	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	bgp := gobgp.New(gobgp.Options{ListenAddresses: []string{noflapOurAddr}, Logger: log, GoBGPLevel: slog.LevelWarn})
-	counter := &noflapCounter{inner: bgp}
+	counter := &recorder{inner: bgp}
 	watcher := &noflapSecretWatcher{cluster: cl}
-	seen := &noflapObserver{}
 	l := agent.NewLoop(agent.LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: counter, Secrets: watcher,
-		Log: log, Journal: 2 * noflapChanges, Observer: []func(state.Action){seen.observe}})
+		Log: log, Journal: 2 * noflapChanges})
+	reduced := newTally(l.Journal())
 	watcher.dispatch = l.Dispatch
 	runCtx, stop := context.WithCancel(context.Background())
 	loopDone, watchDone := make(chan struct{}), make(chan error, 1)
@@ -135,7 +136,7 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	}
 
 	// 1,000 unrelated changes, as fast as Dispatch takes them.
-	mark, seenMark := counter.mark(), seen.mark()
+	mark, reducedMark := counter.mark(), noflapCount(t, reduced)
 	watchesBefore := watcher.calls()
 	rng := rand.New(rand.NewPCG(5, 4))
 	mix := map[string]int{}
@@ -148,7 +149,9 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 		if i < noflapChanges/2 {
 			// The first half one per loop step (each its own Reduce and
 			// Diff); the second half in one burst, as a relist storm comes.
-			seen.waitTotal(ctx, t, seenMark.total+i+1)
+			if !poll(ctx, time.Millisecond, func() bool { return noflapCount(t, reduced).total > reducedMark.total+i }) {
+				t.Fatalf("timed out waiting for change %d to be reduced", i)
+			}
 		}
 	}
 	noflapWait(ctx, t, "the marker (the last change) reduced", func() bool {
@@ -160,7 +163,7 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 
 	effs := counter.since(mark)
 	perAddr := noflapByAddr(effs)
-	reduced := seen.since(seenMark)
+	got := noflapCount(t, reduced).since(reducedMark)
 	steps := noflapSteps(t, l) - steps0
 	cl.checkInputs(t, l.State())
 	if n := l.State().Out.Neighbors.Len(); n != 2 {
@@ -181,7 +184,7 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 		"BIRD establishments %d→%d, same session %v (since %s → %s); FRR connectionsEstablished %d→%d, dropped %d→%d; "+
 		"our flaps BIRD %d→%d, FRR %d→%d",
 		noflapChanges, len(effs), noflapBirdAddr, perAddr[noflapBirdAddr], noflapFRRAddr, perAddr[noflapFRRAddr],
-		watcher.calls()-watchesBefore, reduced.total, reduced.sessions, reduced.results,
+		watcher.calls()-watchesBefore, got.total, got.sessions, got.results,
 		birdN0, birdN1, birdAfter.SameSessionAs(birdBefore), birdBefore.SinceText, birdAfter.SinceText,
 		frrBefore.ConnectionsEstablished, frrAfter.ConnectionsEstablished, frrBefore.ConnectionsDropped, frrAfter.ConnectionsDropped,
 		ourBefore[birdAddr].Flaps, noflapSession(l, birdAddr).Flaps, ourBefore[frrAddr].Flaps, noflapSession(l, frrAddr).Flaps)
@@ -194,9 +197,9 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	if n := watcher.calls() - watchesBefore; n != 0 {
 		t.Errorf("%d secret watch calls during the unrelated changes", n)
 	}
-	if reduced.total != noflapChanges || reduced.sessions != 0 || reduced.results != 0 {
+	if got.total != noflapChanges || got.sessions != 0 || got.results != 0 {
 		t.Errorf("the loop reduced %d actions (%d session changes, %d results), want exactly the %d changes",
-			reduced.total, reduced.sessions, reduced.results, noflapChanges)
+			got.total, got.sessions, got.results, noflapChanges)
 	}
 	if !birdAfter.SameSessionAs(birdBefore) || birdN1 != birdN0 {
 		t.Errorf("BIRD's session was reset: before %s (%d establishments), after %s (%d)", birdBefore, birdN0, birdAfter, birdN1)

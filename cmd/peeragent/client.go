@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 )
 
 // clientFlags are the flags of the subcommands that read a running agent
@@ -40,33 +36,6 @@ func (c clientFlags) check() error {
 	}
 	if *c.out != "text" && *c.out != "json" {
 		return fmt.Errorf("-o %q: want text or json", *c.out)
-	}
-	return nil
-}
-
-// errNotFound is an agent's 404.
-var errNotFound = errors.New("not found")
-
-// getJSON reads path from the agent at addr into v; what names it in
-// errors ("read WHAT from ADDR: ...").
-func getJSON(ctx context.Context, addr, path, what string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("read %s from %s: %w", what, addr, err)
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return errNotFound
-	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("read %s from %s: %s", what, addr, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("read %s from %s: %w", what, addr, err)
 	}
 	return nil
 }

@@ -103,7 +103,7 @@ func TestCommandErrors(t *testing.T) {
 		{"plan-without-node", []string{"plan", "--from", "../../examples/lab", "--node", ""}, 1, "--node (or $NODENAME) is required"},
 		{"plan-bad-format", []string{"plan", "--from", "../../examples/lab", "--node", "node-a", "-o", "xml"}, 1, "want text or json"},
 		{"run-without-node", []string{"run", "--from", "../../examples/lab", "--node", ""}, 1, "--node"},
-		{"status-nobody-listening", []string{"status", "--addr", "127.0.0.1:1"}, 1, "read state from"},
+		{"status-nobody-listening", []string{"status", "--addr", "127.0.0.1:1"}, 1, "read /state from"},
 		{"help", []string{"--help"}, 0, "peeragent plan"},
 	}
 	for _, c := range cases {

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -39,13 +39,7 @@ func routesCmd(args []string, stdout, stderr io.Writer) error {
 
 func fetchRoutes(ctx context.Context, addr string) ([]state.RouteView, error) {
 	var rs []state.RouteView
-	if err := getJSON(ctx, addr, "/routes", "routes", &rs); err != nil {
-		if errors.Is(err, errNotFound) {
-			return nil, fmt.Errorf("read routes from %s: 404 Not Found", addr)
-		}
-		return nil, err
-	}
-	return rs, nil
+	return rs, agent.Fetch(ctx, nil, addr, "/routes", &rs)
 }
 
 // WriteRoutes prints the route table for people: one line per prefix,

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -42,11 +42,7 @@ type statusNeighbor struct {
 // fetchState reads a running agent's /state.
 func fetchState(ctx context.Context, addr string) (statusDump, error) {
 	var d statusDump
-	err := getJSON(ctx, addr, "/state", "state", &d)
-	if errors.Is(err, errNotFound) {
-		return d, fmt.Errorf("read state from %s: 404 Not Found", addr)
-	}
-	return d, err
+	return d, agent.Fetch(ctx, nil, addr, "/state", &d)
 }
 
 // WriteStatus prints the neighbors table, then the problems.

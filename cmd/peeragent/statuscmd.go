@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/state"
 )
@@ -157,8 +159,8 @@ type neighborDetail struct {
 
 func fetchNeighbor(ctx context.Context, addr string, a netip.Addr) (neighborDetail, error) {
 	var d neighborDetail
-	err := getJSON(ctx, addr, "/neighbors/"+a.String(), "neighbor", &d)
-	if errors.Is(err, errNotFound) {
+	err := agent.Fetch(ctx, nil, addr, "/neighbors/"+a.String(), &d)
+	if se := (*agent.StatusError)(nil); errors.As(err, &se) && se.Code == http.StatusNotFound {
 		return d, fmt.Errorf("the agent at %s has no neighbor %s", addr, a)
 	}
 	return d, err
