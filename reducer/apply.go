@@ -108,21 +108,11 @@ func less(a, b state.Candidate) int {
 	case a.Class != b.Class:
 		return int(a.Class) - int(b.Class)
 	case a.Peer != b.Peer:
-		return cmpStr(a.Peer, b.Peer)
+		return strings.Compare(a.Peer, b.Peer)
 	case a.Node != b.Node:
-		return cmpStr(a.Node, b.Node)
+		return strings.Compare(a.Node, b.Node)
 	}
-	return cmpStr(a.Source, b.Source)
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return strings.Compare(a.Source, b.Source)
 }
 
 func (t *tx) addCand(c state.Candidate) {
