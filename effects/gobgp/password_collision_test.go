@@ -2,7 +2,6 @@ package gobgp
 
 import (
 	"context"
-	"crypto/rand"
 	"net/netip"
 	"strings"
 	"testing"
@@ -19,8 +18,7 @@ import (
 // back with the peer that has only the new key, and neither key reaches a
 // log (docs/semantics.md §4).
 func TestPairPasswordRotationSameFingerprint(t *testing.T) {
-	first, second := fpcollide.Find([]byte("pair-collision-key"), "md5-collide-")
-	t.Cleanup(func() { state.SetFingerprintKey([]byte(rand.Text())) })
+	first, second := fpcollide.ForTest(t, []byte("pair-collision-key"), "md5-collide-")
 	if state.NewPassword(first).Fingerprint() != state.NewPassword(second).Fingerprint() {
 		t.Fatal("no collision")
 	}
