@@ -19,6 +19,7 @@ import (
 	"go.fd.io/govpp/core"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/wait"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -212,7 +213,7 @@ func TestDialWaitsAndReplaysAfterRestart(t *testing.T) {
 	v.setDown(false)
 	p.waitFor(t, "the problem cleared once VPP answers", func() bool { return len(p.last) == 0 })
 	var res2 []state.Action
-	waitUntil(t, "the FIB source registered", func() bool {
+	wait.Until(t, "the FIB source registered", 20*time.Second, func() bool {
 		res2 = e.Execute(context.Background(), []effects.Effect{replace(host(nbr4), gw4, 8)})
 		_, ok := res2[0].(state.TableRouteApplied)
 		return ok
@@ -253,17 +254,5 @@ func TestDialWaitsAndReplaysAfterRestart(t *testing.T) {
 	}
 	if len(p.other) != 0 {
 		t.Errorf("replay failures dispatched: %v", p.other)
-	}
-}
-
-// waitUntil polls cond every 10 ms for at most 20 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

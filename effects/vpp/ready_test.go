@@ -14,6 +14,7 @@ import (
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/internal/testrig/probe"
+	"github.com/peeragent/peeragent/internal/testrig/wait"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -68,7 +69,7 @@ func waitReadyz(t *testing.T, url string, code int, want string) string {
 	t.Helper()
 	var gotCode int
 	var body string
-	waitUntil(t, "/readyz "+want, func() bool {
+	wait.Until(t, "/readyz "+want, 20*time.Second, func() bool {
 		gotCode, body = httpGet(t, url+"/readyz")
 		return gotCode == code && strings.Contains(body, want)
 	})
