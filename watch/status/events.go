@@ -1,6 +1,7 @@
 package status
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -98,18 +99,11 @@ func objectRef(obj, group string) (*corev1.ObjectReference, bool) {
 	return nil, false
 }
 
+// unionKeys is the keys of a and of b, sorted, each once.
 func unionKeys(a, b map[string][]string) []string {
-	out := make([]string, 0, len(a)+len(b))
-	for k := range a {
-		out = append(out, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(a)), maps.Keys(b))
+	slices.Sort(keys)
+	return slices.Compact(keys) // a key of both is there twice
 }
 
 // minus is a without the members of b (both sorted, no duplicates).

@@ -17,6 +17,7 @@ import (
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/peeragent/peeragent/internal/testrig/wait"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -157,18 +158,14 @@ func TestReporterWritesThisNodesStatusOnlyWhenChanged(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	r.Observe(testState())
 	want := Desired(testState(), []v3.NodeStatusClassType{v3.NodeStatusClassTypeAgent, v3.NodeStatusClassTypeBGP}, "v1")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if got, ok := readStatus(t, dyn, "mine"); ok && sameStatus(got, want) {
-			if got.LastUpdated.IsZero() {
-				t.Error("lastUpdated not set")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("mine never got its status")
-		}
-		time.Sleep(10 * time.Millisecond) // polling the fake, not waiting for time to pass
+	var got v3.CalicoNodeStatusStatus
+	wait.Until(t, "mine's status", 10*time.Second, func() bool {
+		var ok bool
+		got, ok = readStatus(t, dyn, "mine")
+		return ok && sameStatus(got, want)
+	})
+	if got.LastUpdated.IsZero() {
+		t.Error("lastUpdated not set")
 	}
 	writes := countUpdates(dyn)
 	r.Observe(testState()) // the same again: nothing to write
