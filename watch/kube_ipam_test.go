@@ -195,13 +195,7 @@ func checkPodSelector(t *testing.T, actions []k8stesting.Action) {
 // A relist of each new kind (the watch closes, changes were missed) is one
 // SourceSynced with the full list, this node's only, nothing else.
 func TestKubeRelistAffinitiesPoolsPods(t *testing.T) {
-	cases := []struct {
-		name   string
-		kind   state.Kind
-		tap    func(f kubeFakes) <-chan *kwatch.RaceFreeFakeWatcher
-		change func(t *testing.T, f kubeFakes) // adds c (and another node's), deletes a
-		names  func(state.SourceSynced) []string
-	}{
+	cases := []relistCase{ // change adds c (and another node's), deletes a
 		{name: "blockaffinities", kind: state.KindBlockAffinity,
 			tap: func(f kubeFakes) <-chan *kwatch.RaceFreeFakeWatcher {
 				return tapWatches(&f.dyn.Fake, "blockaffinities")
@@ -244,28 +238,7 @@ func TestKubeRelistAffinitiesPoolsPods(t *testing.T) {
 				testAffinity(GroupCRD, "a", "1", testNodeName, "10.244.0.0/26"),
 				testAffinity(GroupCRD, "b", "1", testNodeName, "10.244.0.64/26"),
 				testPool(GroupCRD, "a", "1", "10.1.0.0/16"), testPool(GroupCRD, "b", "1", "10.2.0.0/16"))
-			watches := tc.tap(f)
-			_, rec := startKube(t, f, GroupCRD, nil)
-			first, _ := nextAction(t, rec, 0, "first list", syncedOf(tc.kind))
-			waitLists(t, rec)
-			if got := tc.names(first); !slices.Equal(got, []string{"a", "b"}) {
-				t.Fatalf("first list %v", got)
-			}
-			for i, want := range [][]string{{"b", "c"}, {"b", "c"}} {
-				w := <-watches
-				if i == 0 {
-					tc.change(t, f)
-				}
-				at := rec.mark()
-				w.Stop()
-				relist, end := nextAction(t, rec, at, "relist", syncedOf(tc.kind))
-				if got := tc.names(relist); !slices.Equal(got, want) {
-					t.Errorf("relist %d = %v, want %v", i, got, want)
-				}
-				if got := rec.since(at)[:end-at]; len(got) != 1 {
-					t.Errorf("relist %d gave %s, want one SourceSynced", i, describeActions(got))
-				}
-			}
+			tc.check(t, f)
 		})
 	}
 }

@@ -75,22 +75,16 @@ func tapWatches(f *k8stesting.Fake, resource string) <-chan *kwatch.RaceFreeFake
 // A relist (the watch closes, changes were missed) is one SourceSynced
 // with the full list, nothing else; an identical relist is one too.
 func TestKubeRelist(t *testing.T) {
-	cases := []struct {
-		name   string
-		setup  func(f kubeFakes) <-chan *kwatch.RaceFreeFakeWatcher
-		kind   state.Kind
-		change func(t *testing.T, f kubeFakes) // adds c, deletes a
-		names  func(state.SourceSynced) []string
-	}{
+	cases := []relistCase{ // change adds c, deletes a
 		{name: "nodes", kind: state.KindNode,
-			setup: func(f kubeFakes) <-chan *kwatch.RaceFreeFakeWatcher { return tapWatches(&f.client.Fake, "nodes") },
+			tap: func(f kubeFakes) <-chan *kwatch.RaceFreeFakeWatcher { return tapWatches(&f.client.Fake, "nodes") },
 			change: func(t *testing.T, f kubeFakes) {
 				mustCall(t)(f.client.CoreV1().Nodes().Create(bgCtx(), testNode("c", "1", nil, ""), metav1.CreateOptions{}))
 				mustCall(t)(nil, f.client.CoreV1().Nodes().Delete(bgCtx(), "a", metav1.DeleteOptions{}))
 			},
 			names: func(a state.SourceSynced) []string { return nodeNames(a.Nodes) }},
 		{name: "bgppeers", kind: state.KindBGPPeer,
-			setup: func(f kubeFakes) <-chan *kwatch.RaceFreeFakeWatcher { return tapWatches(&f.dyn.Fake, "bgppeers") },
+			tap: func(f kubeFakes) <-chan *kwatch.RaceFreeFakeWatcher { return tapWatches(&f.dyn.Fake, "bgppeers") },
 			change: func(t *testing.T, f kubeFakes) {
 				peers := f.dyn.Resource(calicoGVR(GroupCRD, "bgppeers"))
 				mustCall(t)(peers.Create(bgCtx(), calicoObject(GroupCRD, "BGPPeer", "c", "1", testPeerSpec(64513, "10.0.0.3")), metav1.CreateOptions{}))
@@ -103,29 +97,48 @@ func TestKubeRelist(t *testing.T) {
 			f := newKubeFakes([]runtime.Object{testNode("a", "1", nil, ""), testNode("b", "1", nil, "")},
 				calicoObject(GroupCRD, "BGPPeer", "a", "1", testPeerSpec(64513, "10.0.0.1")),
 				calicoObject(GroupCRD, "BGPPeer", "b", "1", testPeerSpec(64513, "10.0.0.2")))
-			watches := tc.setup(f)
-			_, rec := startKube(t, f, GroupCRD, nil)
-			first, _ := nextAction(t, rec, 0, "first list", syncedOf(tc.kind))
-			waitLists(t, rec)
-			if got := tc.names(first); !slices.Equal(got, []string{"a", "b"}) {
-				t.Fatalf("first list %v", got)
-			}
-			for i, want := range [][]string{{"b", "c"}, {"b", "c"}} {
-				w := <-watches
-				if i == 0 {
-					tc.change(t, f)
-				}
-				at := rec.mark()
-				w.Stop()
-				relist, end := nextAction(t, rec, at, "relist", syncedOf(tc.kind))
-				if got := tc.names(relist); !slices.Equal(got, want) {
-					t.Errorf("relist %d = %v, want %v", i, got, want)
-				}
-				if got := rec.since(at)[:end-at]; len(got) != 1 {
-					t.Errorf("relist %d gave %s, want one SourceSynced", i, describeActions(got))
-				}
-			}
+			tc.check(t, f)
 		})
+	}
+}
+
+// relistCase is a kind whose relist a test checks: tap takes over its
+// watches, change (made while no watch feeds the store) turns the first
+// list, a and b, into b and c, names are the names in a SourceSynced of
+// the kind.
+type relistCase struct {
+	name   string
+	kind   state.Kind
+	tap    func(f kubeFakes) <-chan *kwatch.RaceFreeFakeWatcher
+	change func(t *testing.T, f kubeFakes)
+	names  func(state.SourceSynced) []string
+}
+
+// check starts the watcher on f and stops its watch twice, after a change
+// and with none: each relist is one SourceSynced holding b and c.
+func (tc relistCase) check(t *testing.T, f kubeFakes) {
+	t.Helper()
+	watches := tc.tap(f)
+	_, rec := startKube(t, f, GroupCRD, nil)
+	first, _ := nextAction(t, rec, 0, "first list", syncedOf(tc.kind))
+	waitLists(t, rec)
+	if got := tc.names(first); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("first list %v", got)
+	}
+	for i, want := range [][]string{{"b", "c"}, {"b", "c"}} {
+		w := <-watches
+		if i == 0 {
+			tc.change(t, f)
+		}
+		at := rec.mark()
+		w.Stop()
+		relist, end := nextAction(t, rec, at, "relist", syncedOf(tc.kind))
+		if got := tc.names(relist); !slices.Equal(got, want) {
+			t.Errorf("relist %d = %v, want %v", i, got, want)
+		}
+		if got := rec.since(at)[:end-at]; len(got) != 1 {
+			t.Errorf("relist %d gave %s, want one SourceSynced", i, describeActions(got))
+		}
 	}
 }
 
