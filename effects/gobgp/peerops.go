@@ -44,15 +44,8 @@ func (r reflector) sameRR(o reflector) bool {
 // addPeer configures a neighbor; one that is already there is updated
 // instead, so that AddPeer is idempotent.
 func (e *Executor) addPeer(ctx context.Context, n *state.Neighbor) error {
-	p, err := peerFor(n)
+	p, err := e.peerConfig(ctx, n)
 	if err != nil {
-		return err
-	}
-	e.secrets.remember(n.Address, p.Conf.AuthPassword)
-	if err := e.requireRunning(); err != nil {
-		return err
-	}
-	if err := e.syncMember(ctx, n.Address, n.Policy); err != nil {
 		return err
 	}
 	markRestarting(p, e.restarting)
@@ -81,18 +74,29 @@ func (e *Executor) add(ctx context.Context, addr netip.Addr, p *api.Peer) error 
 // whether the change needs a new session (see docs/gobgp-updates.md); an
 // identical config changes nothing.
 func (e *Executor) updatePeer(ctx context.Context, n *state.Neighbor) error {
-	p, err := peerFor(n)
+	p, err := e.peerConfig(ctx, n)
 	if err != nil {
 		return err
 	}
+	return e.update(ctx, n.Address, p)
+}
+
+// peerConfig is what adding and updating n start with: n's GoBGP config,
+// its password remembered, once the server runs and n is in or out of
+// customNeighbors as its policy says (syncMember).
+func (e *Executor) peerConfig(ctx context.Context, n *state.Neighbor) (*api.Peer, error) {
+	p, err := peerFor(n)
+	if err != nil {
+		return nil, err
+	}
 	e.secrets.remember(n.Address, p.Conf.AuthPassword)
 	if err := e.requireRunning(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.syncMember(ctx, n.Address, n.Policy); err != nil {
-		return err
+		return nil, err
 	}
-	return e.update(ctx, n.Address, p)
+	return p, nil
 }
 
 func (e *Executor) update(ctx context.Context, addr netip.Addr, p *api.Peer) error {
