@@ -404,4 +404,27 @@ func (t *tx) setMember(m state.SetMember, in bool) {
 	}
 }
 
+// syncSets makes the members of the sets whose keys start with one of
+// bases those of want (keyed by state.SetKey), each as want has it.
+func (t *tx) syncSets(want map[string]state.SetMember, bases ...string) {
+	for _, base := range bases {
+		var gone []state.SetMember
+		t.s.Out.Sets.RangeFrom(base, func(k string, m state.SetMember) bool {
+			if !strings.HasPrefix(k, base) {
+				return false
+			}
+			if _, ok := want[k]; !ok {
+				gone = append(gone, m)
+			}
+			return true
+		})
+		for _, m := range gone {
+			t.setMember(m, false)
+		}
+	}
+	for _, m := range want {
+		t.setMember(m, true)
+	}
+}
+
 func poolCIDRKey(c netip.Prefix, name string) string { return state.PrefixKey(c) + "/" + name }

@@ -124,22 +124,7 @@ func (t *tx) refreshCommSets() {
 			want[state.SetKey(m.Set, m.Prefix)] = m
 		}
 	}
-	var gone []state.SetMember
-	t.s.Out.Sets.RangeFrom(state.SetComm, func(k string, m state.SetMember) bool {
-		if !strings.HasPrefix(k, state.SetComm) {
-			return false
-		}
-		if _, ok := want[k]; !ok {
-			gone = append(gone, m)
-		}
-		return true
-	})
-	for _, m := range gone {
-		t.setMember(m, false)
-	}
-	for _, m := range want {
-		t.setMember(m, true)
-	}
+	t.syncSets(want, state.SetComm)
 }
 
 func sameCommunityRules(a, b []state.CommunityRule) bool {

@@ -166,24 +166,7 @@ func (t *tx) refreshServiceSets(r state.ServiceRanges) {
 			add(state.SetRRSvc, p)
 		}
 	}
-	for _, base := range []string{state.SetSvc, state.SetRRSvc} {
-		var gone []state.SetMember
-		t.s.Out.Sets.RangeFrom(base, func(k string, m state.SetMember) bool {
-			if !strings.HasPrefix(k, base) {
-				return false
-			}
-			if _, ok := want[k]; !ok {
-				gone = append(gone, m)
-			}
-			return true
-		})
-		for _, m := range gone {
-			t.setMember(m, false)
-		}
-	}
-	for _, m := range want {
-		t.setMember(m, true)
-	}
+	t.syncSets(want, state.SetSvc, state.SetRRSvc)
 }
 
 // setServiceWatch starts or stops the Service and EndpointSlice watches;
