@@ -298,16 +298,23 @@ func (t *tx) podChanged(k string, old, cur *state.PodEntry) {
 	if cur != nil {
 		na = cur.Addrs
 	}
-	for _, a := range oa {
-		if !slices.Contains(na, a) {
-			t.unorigin(a, k, true)
-			t.markPath(a)
+	t.reorigin(oa, na, func(a netip.Prefix) { t.unorigin(a, k, true) },
+		func(a netip.Prefix) { t.origin(a, k, true) })
+}
+
+// reorigin moves an origin from the prefixes old to cur: drop for each
+// prefix only old has, add for each only cur has, each path marked.
+func (t *tx) reorigin(old, cur []netip.Prefix, drop, add func(netip.Prefix)) {
+	for _, p := range old {
+		if !slices.Contains(cur, p) {
+			drop(p)
+			t.markPath(p)
 		}
 	}
-	for _, a := range na {
-		if !slices.Contains(oa, a) {
-			t.origin(a, k, true)
-			t.markPath(a)
+	for _, p := range cur {
+		if !slices.Contains(old, p) {
+			add(p)
+			t.markPath(p)
 		}
 	}
 }

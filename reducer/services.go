@@ -267,18 +267,8 @@ func (t *tx) rederiveService(k string) {
 }
 
 func (t *tx) setGives(k string, old, cur []netip.Prefix) {
-	for _, p := range old {
-		if !slices.Contains(cur, p) {
-			t.unoriginIn(p, k, servicesOf)
-			t.markPath(p)
-		}
-	}
-	for _, p := range cur {
-		if !slices.Contains(old, p) {
-			t.originIn(p, k, servicesOf)
-			t.markPath(p)
-		}
-	}
+	t.reorigin(old, cur, func(p netip.Prefix) { t.unoriginIn(p, k, servicesOf) },
+		func(p netip.Prefix) { t.originIn(p, k, servicesOf) })
 }
 
 // serviceGives: the host paths of one service (docs/routes.md §8.4 rule 2),
