@@ -24,27 +24,34 @@ func TestStartServerRetriesAfterPortIsFree(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := uint16(blocker.Addr().(*net.TCPAddr).Port)
-	e := New(Options{ListenAddresses: []string{"127.0.0.1"}})
-	defer e.Close()
-	srv := state.Server{ASN: 64512, RouterID: netip.MustParseAddr("127.0.0.1"), ListenPort: port}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	start := startOn(t, port)
 
-	res := e.Execute(ctx, []effects.Effect{effects.StartServer{Server: srv}})
-	if len(res) != 1 {
-		t.Fatalf("results = %v, want one", res)
-	}
-	failed, ok := res[0].(state.ServerApplyFailed)
+	res := start()
+	failed, ok := res.(state.ServerApplyFailed)
 	if !ok || !failed.OtherSpeaker || !strings.Contains(failed.Error, "another BGP speaker holds port "+fmt.Sprint(port)+": a listener answers on 127.0.0.1:") {
-		t.Fatalf("with the port taken: %#v, want ServerApplyFailed naming the other speaker", res[0])
+		t.Fatalf("with the port taken: %#v, want ServerApplyFailed naming the other speaker", res)
 	}
 	blocker.Close()
-	res = e.Execute(ctx, []effects.Effect{effects.StartServer{Server: srv}})
-	if len(res) != 1 {
-		t.Fatalf("results = %v, want one", res)
+	res = start()
+	if _, ok := res.(state.ServerApplied); !ok {
+		t.Fatalf("with the port free: %#v, want ServerApplied", res)
 	}
-	if _, ok := res[0].(state.ServerApplied); !ok {
-		t.Fatalf("with the port free: %#v, want ServerApplied", res[0])
+}
+
+// startOn is a StartServer, at port, of a new executor listening on
+// 127.0.0.1 (closed when t ends): each call returns its one result.
+func startOn(t *testing.T, port uint16) func() state.Action {
+	e := New(Options{ListenAddresses: []string{"127.0.0.1"}})
+	t.Cleanup(func() { e.Close() })
+	srv := state.Server{ASN: 64512, RouterID: netip.MustParseAddr("127.0.0.1"), ListenPort: port}
+	return func() state.Action {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		res := e.Execute(ctx, []effects.Effect{effects.StartServer{Server: srv}})
+		if len(res) != 1 {
+			t.Fatalf("results = %v, want one", res)
+		}
+		return res[0]
 	}
 }
 
@@ -65,13 +72,8 @@ func TestStartServerRefusesABoundPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := uint16(sa.(*syscall.SockaddrInet4).Port)
-	e := New(Options{ListenAddresses: []string{"127.0.0.1"}})
-	defer e.Close()
-	srv := state.Server{ASN: 64512, RouterID: netip.MustParseAddr("127.0.0.1"), ListenPort: port}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	res := e.Execute(ctx, []effects.Effect{effects.StartServer{Server: srv}})
-	failed, ok := res[0].(state.ServerApplyFailed)
+	res := startOn(t, port)()
+	failed, ok := res.(state.ServerApplyFailed)
 	if !ok || !failed.OtherSpeaker || !strings.Contains(failed.Error, fmt.Sprintf("another BGP speaker holds port %d: listen tcp4 127.0.0.1:%d: bind: address already in use", port, port)) {
 		t.Fatalf("with the port bound: %#v, want the other speaker's problem naming the port", res)
 	}
