@@ -148,19 +148,7 @@ func TestKeyRefusedWhenOptionMemoryFull(t *testing.T) {
 	if out, err := sysctl.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "64" {
 		t.Skipf("net.core.optmem_max is not per namespace here (%v: %s)", err, out)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestKeyRefusedOptmemHelper$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), optmemHelperEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestKeyRefusedOptmemHelper") {
-		t.Fatalf("helper in %s: %v\n%s", ns, err, out)
-	}
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, "optmem:") {
-			t.Log(strings.TrimSpace(l))
-		}
-	}
+	runHelperTest(t, []string{"ip", "netns", "exec", ns}, "TestKeyRefusedOptmemHelper", optmemHelperEnv, "optmem:")
 }
 
 // TestKeyRefusedOptmemHelper is TestKeyRefusedWhenOptionMemoryFull's

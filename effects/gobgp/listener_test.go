@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -63,16 +64,26 @@ const acceptHelperEnv = "PEERAGENT_ACCEPT_HELPER"
 // retry then sends brings up a speaker that answers again. Run in a helper
 // process, whose open-files limit it lowers.
 func TestListenerDeadAfterFDExhaustion(t *testing.T) {
+	runHelperTest(t, nil, "TestListenerDeadHelper", acceptHelperEnv, "listener_test.go")
+}
+
+// runHelperTest runs test name of this test binary in a child process
+// (its command line after the words of prefix: ip netns exec NS), with
+// env set to 1, for at most a minute; t fails unless it passed, and logs
+// the lines of its output that contain mark.
+func runHelperTest(t *testing.T, prefix []string, name, env, mark string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestListenerDeadHelper$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), acceptHelperEnv+"=1")
+	argv := append(slices.Clip(prefix), os.Args[0], "-test.run=^"+name+"$", "-test.v", "-test.count=1")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env+"=1")
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestListenerDeadHelper") {
-		t.Fatalf("helper: %v\n%s", err, out)
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
 	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, "listener_test.go") {
+		if strings.Contains(l, mark) {
 			t.Log(strings.TrimSpace(l))
 		}
 	}
