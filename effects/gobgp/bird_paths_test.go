@@ -57,17 +57,7 @@ func TestBirdReceivesOwnBlock(t *testing.T) {
 	quiet := r.birdChannel(t, "the block withdrawn by disableBGPExport", func(_ birdtest.ProtocolState, c birdtest.ChannelState) bool {
 		return c.Imported == 0 && c.ImportWithdraws.Received >= 2
 	})
-	for _, p := range []birdtest.ProtocolState{narrowed, quiet} {
-		if !p.SameSessionAs(before) {
-			t.Errorf("BIRD's session changed: before %s, after %s", before, p)
-		}
-	}
-	if n := r.bird.Establishments(birdProto); n != n0 {
-		t.Errorf("BIRD logged %d establishments, want %d (no reset)", n, n0)
-	}
-	if s := r.session(); s.Flaps != 0 {
-		t.Errorf("our session flapped: %s", r.describe())
-	}
+	r.noReset(t, before, n0, narrowed, quiet)
 	c := quiet.Channels["ipv4"]
 	t.Logf("BIRD ipv4 channel at the end: imported %d, import updates %+v, import withdraws %+v", c.Imported, c.ImportUpdates, c.ImportWithdraws)
 }

@@ -291,6 +291,24 @@ func (r *birdRig) session() state.Session {
 	return state.Session{}
 }
 
+// noReset checks that nothing reset the session with BIRD since before
+// (n0 establishments logged then): BIRD's session in each of after is
+// before's, BIRD logged no establishment since, ours never flapped.
+func (r *birdRig) noReset(t *testing.T, before birdtest.ProtocolState, n0 int, after ...birdtest.ProtocolState) {
+	t.Helper()
+	for _, p := range after {
+		if !p.SameSessionAs(before) {
+			t.Errorf("BIRD's session changed: before %s, after %s", before, p)
+		}
+	}
+	if n := r.bird.Establishments(birdProto); n != n0 {
+		t.Errorf("BIRD logged %d establishments, want %d (no reset)", n, n0)
+	}
+	if s := r.session(); s.Flaps != 0 {
+		t.Errorf("our session flapped: %s", r.describe())
+	}
+}
+
 // describe is our side of the session, for failure messages.
 func (r *birdRig) describe() string {
 	s := r.session()

@@ -160,15 +160,7 @@ func TestBirdPolicyInPlace(t *testing.T) {
 		waitRoutes(t, s.name, "what we keep of BIRD's", func() []string { return without(rib(t, r.sp), inPlaceOurs) }, s.kept)
 	}
 	after := r.birdChannel(t, "the session", func(p birdtest.ProtocolState, _ birdtest.ChannelState) bool { return p.Established() })
-	if !after.SameSessionAs(before) {
-		t.Errorf("BIRD's session changed: before %s, after %s", before, after)
-	}
-	if n := r.bird.Establishments(birdProto); n != n0 {
-		t.Errorf("BIRD logged %d establishments, want %d (no reset)", n, n0)
-	}
-	if s := r.session(); s.Flaps != 0 {
-		t.Errorf("our session flapped: %s", r.describe())
-	}
+	r.noReset(t, before, n0, after)
 }
 
 // waitRoutes polls got until it equals want (sorted), or fails the test.
