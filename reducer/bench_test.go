@@ -106,20 +106,19 @@ func BenchmarkSecretRotation(b *testing.B) {
 }
 
 func BenchmarkRemoteNodeLabel(b *testing.B) {
-	benchEach(b, func(b *testing.B, s state.State) {
-		for i := 0; i < b.N; i++ {
-			n := state.Node{Name: "node-c", Labels: map[string]string{"rack": fmt.Sprint(i % 2)},
-				IPv4Address: "10.0.0.3/24", IPv6Address: "fd00::3/64"}
-			s = step(b, s, state.NodeUpserted{Node: n}, false)
-		}
-	})
+	benchNodeLabel(b, state.Node{Name: "node-c", IPv4Address: "10.0.0.3/24", IPv6Address: "fd00::3/64"})
 }
 
 func BenchmarkLocalNodeLabel(b *testing.B) {
+	benchNodeLabel(b, state.Node{Name: "node-a", IPv4Address: "10.0.0.1/24", IPv6Address: "fd00::1/64"})
+}
+
+// benchNodeLabel upserts node with its rack label flipping each time.
+func benchNodeLabel(b *testing.B, node state.Node) {
 	benchEach(b, func(b *testing.B, s state.State) {
 		for i := 0; i < b.N; i++ {
-			n := state.Node{Name: "node-a", Labels: map[string]string{"rack": fmt.Sprint(i % 2)},
-				IPv4Address: "10.0.0.1/24", IPv6Address: "fd00::1/64"}
+			n := node
+			n.Labels = map[string]string{"rack": fmt.Sprint(i % 2)}
 			s = step(b, s, state.NodeUpserted{Node: n}, false)
 		}
 	})
