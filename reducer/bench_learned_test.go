@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/clustergen"
 	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
 )
@@ -97,21 +98,12 @@ func BenchmarkBestPathChange(b *testing.B) {
 
 var learnedEach = flag.Bool("learned-each", false, "BenchmarkLearnedEvent: also time Reduce of each result in turn")
 
-// learnedBase is node-a (10.0.0.1/24) with node-b and node-c in the mesh,
-// one flat pool and the table live on a dataplane that holds nothing.
+// learnedBase is clustergen.LearnedSetup's node-a (10.0.0.1/24, one flat
+// pool, the table live on a dataplane that holds nothing) with node-c
+// (10.0.0.3/24) in the mesh too, next to node-b.
 func learnedBase() state.State {
-	return fromScratch([]state.Action{
-		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: []state.BGPConfiguration{{Name: "default", ASNumber: 64512}}},
-		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{{Name: "node-a", IPv4Address: "10.0.0.1/24"},
-			{Name: "node-b", IPv4Address: "10.0.0.2/24"}, {Name: "node-c", IPv4Address: "10.0.0.3/24"}}},
-		state.SourceSynced{Kind: state.KindBGPPeer},
-		state.SourceSynced{Kind: state.KindBGPFilter},
-		state.SourceSynced{Kind: state.KindPod},
-		state.SourceSynced{Kind: state.KindIPPool, Pools: []state.IPPool{
-			{Name: "pods", CIDR: "100.64.0.0/10", IPIPMode: "Never", VXLANMode: "Never"}}},
-		state.SourceSynced{Kind: state.KindBlockAffinity},
-		state.RoutesListed{Dataplane: "linux"},
-	})
+	return fromScratch(append(clustergen.LearnedSetup(),
+		state.NodeUpserted{Node: state.Node{Name: "node-c", IPv4Address: "10.0.0.3/24"}}))
 }
 
 // BenchmarkLearnedEvent: the pure core's share of installing n learned
