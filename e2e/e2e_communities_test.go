@@ -233,12 +233,7 @@ func (p *commPeers) checkCommunities(t *testing.T, apply func(with bool)) {
 	p.waitRoutes(t, true)
 }
 
-const commManifestNodes = `apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  annotations: {projectcalico.org/IPv4Address: 127.0.0.1/8}
-`
+var commManifestNodes = nodeYAML("node-a", `projectcalico.org/IPv4Address: 127.0.0.1/8`)
 
 func commManifestConfig(group string, port int, with bool) string {
 	s := fmt.Sprintf(`apiVersion: %s

@@ -35,12 +35,7 @@ const (
 	llFRRAS     = 65037
 )
 
-const llNodes = `apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  annotations: {projectcalico.org/IPv6Address: fd00:37::2/64}
-`
+var llNodes = nodeYAML("node-a", `projectcalico.org/IPv6Address: fd00:37::2/64`)
 
 const llBGP = `apiVersion: crd.projectcalico.org/v1
 kind: BGPConfiguration

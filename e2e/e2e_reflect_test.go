@@ -58,12 +58,7 @@ func startReflPeers(t *testing.T) *reflPeers {
 }
 
 func (p *reflPeers) manifests(with bool) (nodes, objects, config string) {
-	nodes = fmt.Sprintf(`apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  annotations: {projectcalico.org/IPv4Address: %s/8, projectcalico.org/RouteReflectorClusterID: 244.0.0.1}
-`, reflOurAddr)
+	nodes = nodeYAML("node-a", "projectcalico.org/IPv4Address: "+reflOurAddr+"/8, projectcalico.org/RouteReflectorClusterID: 244.0.0.1")
 	g := watch.GroupCRD
 	objects = fmt.Sprintf(`apiVersion: %[1]s
 kind: BGPPeer

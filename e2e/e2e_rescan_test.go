@@ -2,10 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 )
@@ -93,20 +89,8 @@ func TestRescanRepairsKernelRoutes(t *testing.T) {
 // in which node-a has its address pingAddrA on a link that is up.
 func nodeNS(t *testing.T, ctx context.Context, tag string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		netnsDep.Missing(t, "!!! NOT ROOT: the test creates a network namespace.")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		netnsDep.Missing(t, "!!! NO ip (iproute2): the test needs it to create a network namespace.")
-	}
-	ns := fmt.Sprintf("peeragent-t-%s-%06x", tag, rand.Uint32()&0xffffff)
-	ipCmd(t, ctx, "netns", "add", ns)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
-		}
-	})
-	ipCmd(t, ctx, "-n", ns, "link", "set", "lo", "up")
+	requireNetns(t)
+	ns := newNS(t, ctx, "peeragent-t-"+tag+"-"+nsSuffix())
 	// A veth pair with both ends inside the namespace (the dummy module
 	// may be missing) gives node-a its address on a link that is up.
 	ipCmd(t, ctx, "-n", ns, "link", "add", "ra0", "type", "veth", "peer", "name", "rb0")
