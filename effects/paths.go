@@ -117,9 +117,11 @@ func diffPaths(prevPaths, nextPaths *pmap.Map[*state.Path], prevSets, nextSets *
 }
 
 // serviceSet: a set of the service statements (docs/routes.md §8.3 rules
-// 7-8), whose change in either direction changes what learned routes go out.
+// 7-8) or of the community statements (rule 3), whose change in either
+// direction changes what learned routes go out, or with which communities.
 func serviceSet(name string) bool {
-	return strings.HasPrefix(name, state.SetSvc) || strings.HasPrefix(name, state.SetRRSvc)
+	return strings.HasPrefix(name, state.SetSvc) || strings.HasPrefix(name, state.SetRRSvc) ||
+		strings.HasPrefix(name, state.SetComm)
 }
 
 // widen marks p's family for a soft reset out of its neighbors.

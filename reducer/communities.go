@@ -105,6 +105,40 @@ func (t *tx) refreshCommunities() {
 	if !sameCommunityRules(rules, t.s.Index.Communities) {
 		t.s.Index.Communities = rules
 		t.allPaths = true
+		t.refreshCommSets()
+	}
+}
+
+// refreshCommSets keeps the shared prefix sets of the export policy's
+// community statements (docs/routes.md §8.3 rule 3) equal to the rules in
+// force: per community value V, the set CommSet(V) of the rule's family
+// holds every CIDR whose entry lists V, lengths cidr..full. A learned route
+// inside one of them gets V on export (own paths carry theirs from
+// origination, §8.5 rule 4).
+func (t *tx) refreshCommSets() {
+	want := map[string]state.SetMember{}
+	for _, r := range t.s.Index.Communities {
+		for _, v := range r.Values {
+			m := state.SetMember{Set: state.SetName(state.CommSet(v), r.Prefix), Prefix: r.Prefix,
+				Min: uint8(r.Prefix.Bits()), Max: uint8(r.Prefix.Addr().BitLen())}
+			want[state.SetKey(m.Set, m.Prefix)] = m
+		}
+	}
+	var gone []state.SetMember
+	t.s.Out.Sets.RangeFrom(state.SetComm, func(k string, m state.SetMember) bool {
+		if !strings.HasPrefix(k, state.SetComm) {
+			return false
+		}
+		if _, ok := want[k]; !ok {
+			gone = append(gone, m)
+		}
+		return true
+	})
+	for _, m := range gone {
+		t.setMember(m, false)
+	}
+	for _, m := range want {
+		t.setMember(m, true)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 )
 
 // AffinityEntry is one of this node's BlockAffinities with its parsed parts
@@ -75,7 +76,32 @@ const (
 	SetPools = "peeragent-pools-" // export-enabled pools, lengths pool..full
 	SetSvc   = "peeragent-svc-"   // service ranges this node advertises, lengths range..full
 	SetRRSvc = "peeragent-rrsvc-" // on a reflector: serviceLoadBalancerIPs and serviceExternalIPs, lengths cidr..full
+	// SetComm + V + "-": per community value V of the prefixAdvertisements
+	// in force, every CIDR whose entry lists V, lengths cidr..full
+	// (docs/routes.md §8.3 rule 3); see CommSet.
+	SetComm = "peeragent-comm-"
 )
+
+// CommSet is the base name (for SetName) of the shared set of the
+// normalised community value v ("a:b" or "a:b:c").
+func CommSet(v string) string { return SetComm + v + "-" }
+
+// CommValue is the community value of a set named SetName(CommSet(v), p);
+// ok is false for any other set.
+func CommValue(set string) (v string, ok bool) {
+	rest, ok := strings.CutPrefix(set, SetComm)
+	if !ok {
+		return "", false
+	}
+	v, ok = strings.CutSuffix(rest, "-v4")
+	if !ok {
+		v, ok = strings.CutSuffix(rest, "-v6")
+	}
+	if !ok || v == "" {
+		return "", false
+	}
+	return v, true
+}
 
 // SetName is a shared set's name for the family of p.
 func SetName(base string, p netip.Prefix) string {

@@ -65,6 +65,14 @@
 //     a rebuild so that no configured neighbor is ever without Calico's
 //     statements. See policy.go for the mapping of Calico's
 //     operators and why the policies are assigned to GoBGP's global table.
+//   - The communities of re-exported routes (docs/routes.md §8.3 rule 3)
+//     are statements of their own, one per community value and family, in
+//     the policy peeragent-export-communities, assigned first on export and
+//     applying to every neighbor: "inside the value's prefix set, without
+//     the value: add it". The executor makes a statement with its set's
+//     first member (a set-add of a peeragent-comm- set) and removes it
+//     with the last (communities.go), so a change of communities is set
+//     calls and a soft reset out, never a neighbor's objects.
 //   - Watch (watch.go) is one GoBGP WatchEvent per server with the peer,
 //     best-path and End-of-RIB callbacks, so sessions and learned paths
 //     come as one stream in GoBGP's order; WatchSessions and WatchLearned

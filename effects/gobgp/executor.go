@@ -69,6 +69,7 @@ type Executor struct {
 	running  *state.Server
 	policies map[netip.Addr]installed
 	members  map[netip.Addr]bool      // members of customNeighbors (see policyops.go)
+	comm     commBook                 // the community statements (communities.go)
 	peers    map[netip.Addr]reflector // configured peers (see peerops.go)
 	// restarting: the families of a StartServer's Preserved while the
 	// Execute that started the server runs (see restart.go).
@@ -95,6 +96,7 @@ func New(opts Options) *Executor {
 		grpc:     opts.GRPCAddress,
 		policies: map[netip.Addr]installed{},
 		members:  map[netip.Addr]bool{},
+		comm:     newCommBook(),
 		peers:    map[netip.Addr]reflector{},
 		applied:  map[netip.Addr]*api.Peer{},
 	}

@@ -26,11 +26,13 @@ var sharedSets = []string{
 
 // Shared are the requests that create, on a started speaker, what every
 // neighbor's policy shares: the per-family prefix sets, empty; the custom
-// neighbor set, empty; the shared export policy (Calico's statements for
-// IPv4 and IPv6 unicast, for every neighbor not in that set; see
-// globalTable), the filter policies, empty (the neighbors' own statements
-// go into them), and their assignment to the global table: export the
-// shared one then the filters', import the filters'. The executor makes
+// neighbor set, empty; the community policy, empty (the community
+// statements of re-exported routes go into it, communities.go); the
+// shared export policy (Calico's statements for IPv4 and IPv6 unicast, for
+// every neighbor not in that set; see globalTable), the filter policies,
+// empty (the neighbors' own statements go into them), and their
+// assignment to the global table: export the community policy, the shared
+// one, then the filters', import the filters'. The executor makes
 // them, in this order, at every start (the benchmarks' bare GoBGP loop
 // makes them too).
 type Shared struct {
@@ -65,13 +67,14 @@ func SharedRequests() Shared {
 		})...)
 	}
 	out.Policies = []*api.AddPolicyRequest{
+		{Policy: &api.Policy{Name: communitiesPolicy}},
 		{Policy: &api.Policy{Name: exportPolicy, Statements: stmts}},
 		{Policy: &api.Policy{Name: filtersImport}},
 		{Policy: &api.Policy{Name: filtersExport}},
 	}
 	out.Assignments = []*api.AddPolicyAssignmentRequest{
 		{Assignment: &api.PolicyAssignment{Name: globalTable, Direction: api.PolicyDirection_POLICY_DIRECTION_EXPORT,
-			Policies: []*api.Policy{{Name: exportPolicy}, {Name: filtersExport}}}},
+			Policies: []*api.Policy{{Name: communitiesPolicy}, {Name: exportPolicy}, {Name: filtersExport}}}},
 		{Assignment: &api.PolicyAssignment{Name: globalTable, Direction: api.PolicyDirection_POLICY_DIRECTION_IMPORT,
 			Policies: []*api.Policy{{Name: filtersImport}}}},
 	}
@@ -123,9 +126,15 @@ func (e *Executor) applyPath(ctx context.Context, eff effects.Effect, attrs attr
 		}
 		return e.bgp.DeletePath(apiutil.DeletePathRequest{Paths: []*apiutil.Path{p}})
 	case effects.SetAdd:
-		return e.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: memberSet(x.Member), Replace: false})
+		if err := e.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: memberSet(x.Member), Replace: false}); err != nil {
+			return err
+		}
+		return e.comm.added(ctx, e.bgp, x.Member.Set, x.Member.Prefix)
 	case effects.SetDel:
-		return ignoreAbsent(e.bgp.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: memberSet(x.Member), All: false}))
+		if err := ignoreAbsent(e.bgp.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: memberSet(x.Member), All: false})); err != nil {
+			return err
+		}
+		return e.comm.removed(ctx, e.bgp, x.Member.Set, x.Member.Prefix)
 	case effects.ResetOut:
 		if _, ok := e.peers[x.Addr]; !ok {
 			return nil // not configured: it will get the whole table when it is
@@ -244,7 +253,7 @@ func communities(vals []string) (std []uint32, large []*bgp.LargeCommunity, err 
 // inside the service ranges of a reflector (rule 7), the service ranges
 // this node advertises (rule 8) or an export-enabled pool accepted,
 // anything else rejected. The communities for re-exported routes (rule 3)
-// are not applied yet.
+// are added before, by the community policy (communities.go).
 func (b *policyBuilder) calicoExport(name string) []*api.Statement {
 	return calicoStatements(name, b.family, b.calicoConditions)
 }

@@ -222,8 +222,9 @@ func TestObjectsFor(t *testing.T) {
 // TestSharedRequests: the shared export policy is Calico's statements for
 // IPv4 then IPv6 unicast, each for every neighbor not in the custom set,
 // after the shared sets it names (the custom set last), assigned to the
-// global table's export before the filter policies (empty), the import
-// filter policy to its import.
+// global table's export after the community policy (empty: its statements
+// come with the community sets, communities.go) and before the filter
+// policies (empty), the import filter policy to its import.
 func TestSharedRequests(t *testing.T) {
 	r := SharedRequests()
 	var sets []string
@@ -242,12 +243,13 @@ func TestSharedRequests(t *testing.T) {
 		t.Errorf("sets (-want +got):\n%s", d)
 	}
 	var stmts []string
-	if len(r.Policies) != 3 || r.Policies[0].Policy.Name != exportPolicy ||
-		r.Policies[1].Policy.Name != filtersImport || len(r.Policies[1].Policy.Statements) != 0 ||
-		r.Policies[2].Policy.Name != filtersExport || len(r.Policies[2].Policy.Statements) != 0 {
-		t.Fatalf("policies %v, want the shared export policy then the empty filter policies", r.Policies)
+	if len(r.Policies) != 4 || r.Policies[0].Policy.Name != communitiesPolicy || len(r.Policies[0].Policy.Statements) != 0 ||
+		r.Policies[1].Policy.Name != exportPolicy ||
+		r.Policies[2].Policy.Name != filtersImport || len(r.Policies[2].Policy.Statements) != 0 ||
+		r.Policies[3].Policy.Name != filtersExport || len(r.Policies[3].Policy.Statements) != 0 {
+		t.Fatalf("policies %v, want the empty community policy, the shared export policy, then the empty filter policies", r.Policies)
 	}
-	for _, st := range r.Policies[0].Policy.Statements {
+	for _, st := range r.Policies[1].Policy.Statements {
 		c := st.Conditions
 		if c.NeighborSet.GetName() != customNeighbors || c.NeighborSet.Type != api.MatchSet_TYPE_INVERT {
 			t.Errorf("%s: neighbor condition %v", st.Name, c.NeighborSet)
@@ -288,7 +290,7 @@ func TestSharedRequests(t *testing.T) {
 		assigned = append(assigned, fmt.Sprintf("%s %v", a.Assignment.Direction, names))
 	}
 	wantAssigned := []string{
-		"POLICY_DIRECTION_EXPORT [peeragent-export-calico peeragent-filters-export]",
+		"POLICY_DIRECTION_EXPORT [peeragent-export-communities peeragent-export-calico peeragent-filters-export]",
 		"POLICY_DIRECTION_IMPORT [peeragent-filters-import]",
 	}
 	if d := cmp.Diff(wantAssigned, assigned); d != "" {

@@ -70,6 +70,7 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64
 	e.bgp, e.running = bgp, &s
 	e.policies = map[netip.Addr]installed{}
 	e.members = map[netip.Addr]bool{}
+	e.comm = newCommBook()
 	e.peers = map[netip.Addr]reflector{}
 	e.applied = map[netip.Addr]*api.Peer{}
 	e.watches.attach(bgp, gen)
@@ -93,6 +94,7 @@ func (e *Executor) stopServer(ctx context.Context, graceful bool) error {
 	e.bgp, e.running = nil, nil
 	e.policies = map[netip.Addr]installed{}
 	e.members = map[netip.Addr]bool{}
+	e.comm = newCommBook()
 	e.peers = map[netip.Addr]reflector{}
 	e.applied = map[netip.Addr]*api.Peer{}
 	return err
