@@ -124,8 +124,9 @@ floor:
 ## pod block each), once with peeragent and once with BIRD 2 configured as calico-node does
 ## (tools/meshsim): RSS, CPU to converge, idle CPU, re-convergence after SIGKILL and restart of
 ## 20%, connects and refusals meanwhile, observers' route changes; prints the table and writes
-## the "Mesh simulation beside BIRD" section of docs/performance.md. Root, iproute2 and bird2;
-## not part of make test. About 1 min at N=10; MESHSIM_FLAGS adds flags (-idle, -keep, ...).
+## the "Mesh simulation beside BIRD" section of docs/performance.md. N is one size or a list
+## (N=10,30: a table each, and RSS fitted per neighbor). Root, iproute2 and bird2; not part of
+## make test. About 2.5 min per size up to N=30; MESHSIM_FLAGS adds flags (-idle, -keep, ...).
 N ?= 10
 MESHSIM_FLAGS ?=
 mesh-sim:

@@ -15,7 +15,10 @@ import (
 // or the speaker is down (the State's "server" problem: it failed to
 // start, or its listener stopped accepting and it is being restarted).
 // Each is something only a restart may cure if it lasts; /healthz fails
-// with it and the kubelet's liveness probe decides.
+// with it and the kubelet's liveness probe decides. Another BGP speaker
+// holding the port (calico-node's BIRD: State.ServerOtherSpeaker) is not:
+// a restart would not free the port, only loop; the agent retries the
+// start itself and /readyz says why it is not ready (docs/semantics.md §6).
 func (l *Loop) Health() error {
 	now := time.Now()
 	var errs []error
@@ -28,8 +31,10 @@ func (l *Loop) Health() error {
 	if r := l.running.Load(); r != 0 && now.Sub(time.Unix(0, r)) > l.stuck {
 		errs = append(errs, fmt.Errorf("effects stuck: a batch has run for %s", now.Sub(time.Unix(0, r)).Round(time.Second)))
 	}
-	if err := speakerDown(l.State()); err != nil {
-		errs = append(errs, err)
+	if s := l.State(); !s.ServerOtherSpeaker {
+		if err := speakerDown(s); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -144,6 +144,23 @@ func TestHealthzFailsWhileStuck(t *testing.T) {
 		waitStatus(t, srv.URL+"/healthz", 200, "ok")
 		waitStatus(t, srv.URL+"/readyz", 200, "ready")
 	})
+	// Another BGP speaker holding the port (calico-node's BIRD) is not a
+	// health failure: a restart would not free the port, and the kubelet
+	// would restart the agent in a loop. /readyz says why it is not ready.
+	t.Run("another-speaker-holds-the-port", func(t *testing.T) {
+		s := l.State().Server
+		const why = "start server (as 64512): another BGP speaker holds port 179: a listener answers on 10.0.0.1:179"
+		l.Dispatch(state.ServerApplyFailed{Server: s, OtherSpeaker: true, Error: why})
+		waitStatus(t, srv.URL+"/readyz", 503, "not ready: speaker down: "+why)
+		waitStatus(t, srv.URL+"/healthz", 200, "ok")
+		l.Dispatch(state.ServerApplyFailed{Server: s, Error: "start server: too many open files"})
+		waitStatus(t, srv.URL+"/healthz", 503, "speaker down: start server: too many open files")
+		l.Dispatch(state.ServerApplyFailed{Server: s, OtherSpeaker: true, Error: why})
+		waitStatus(t, srv.URL+"/healthz", 200, "ok")
+		l.Dispatch(state.ServerApplied{Server: s})
+		waitStatus(t, srv.URL+"/readyz", 200, "ready")
+		waitStatus(t, srv.URL+"/healthz", 200, "ok")
+	})
 }
 
 // TestServeBounds: the admin server has read, write and idle timeouts.

@@ -10,7 +10,8 @@ import (
 // Endpoints lists what the HTTP server serves (also printed by --help).
 const Endpoints = `  GET /state    the live State as JSON (passwords as sha256 fingerprints)
   GET /actions  the journal of the last actions, with sequence numbers and times
-  GET /healthz  200 while the loop and the effects run and the speaker is up; 503 with why
+  GET /healthz  200 while the loop and the effects run and the speaker is up (or only another BGP
+                speaker holds its port); 503 with why
   GET /readyz   200 once every source has synced and the first effects ran, while the speaker is up
                 and the dataplane can install routes (VPP connected, the kernel not refusing)
   GET /metrics  Prometheus metrics (also on --metrics-addr, alone)

@@ -17,7 +17,8 @@ import (
 // calico-vpp-agent's GoBGP would) already listens on the node's BGP
 // address and port when the real agent starts there: the agent does not
 // bind the port, /state has one "server" problem naming the other
-// speaker, /readyz is 503 with it, and BIRD keeps its port.
+// speaker, /readyz is 503 with it, /healthz stays 200 (a restart by the
+// kubelet would not free the port), and BIRD keeps its port.
 func TestRunReportsAnotherSpeaker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binary, runs BIRD and an agent")
@@ -68,6 +69,17 @@ spec: {asNumber: 64512, listenPort: %d}
 	}
 	t.Logf("/state problem server: %s", problem)
 	t.Logf("/readyz: %s", readyz)
+	resp, err := http.Get("http://" + a.http + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	t.Logf("/healthz: %d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz %d %q while another speaker holds the port, want 200: the kubelet would restart the agent in a loop",
+			resp.StatusCode, body)
+	}
 	d, err := fetchState(ctx, nil, a.http)
 	if err != nil {
 		t.Fatal(err)

@@ -38,11 +38,12 @@
 //     updates what it names in place and runs only the routes scope and
 //     the retry cleanup.
 //   - Input kinds: each kind of input object is declared once in state
-//     (state.InputKind: its key, its list, its actions) and once here
-//     (inputList, kinds.go: its upsert and delete, and the map that holds
-//     it). Reduce finds an upsert or a deletion there by its action name,
-//     and synced a complete list by its kind: what it lists is upserted,
-//     what it does not is deleted.
+//     (state.InputKind: its key, its list, its actions) and once here (a
+//     case of reduceInput, kinds.go: its upsert and delete, and the map
+//     that holds it). Reduce finds an upsert's or a deletion's kind by its
+//     type (state.InputOf), synced a complete list's by its Kind: what the
+//     list names is upserted, what it does not is deleted. The calls are
+//     static, so a step's tx stays on the stack.
 //   - Which neighbors this node gets, with which settings and precedence,
 //     is docs/semantics.md §2–§3; passwords §4; the session lifecycle is the
 //     looplab/fsm table of §6 (Lifecycle, Mermaid), driven by the results

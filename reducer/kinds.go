@@ -7,138 +7,114 @@ import (
 	"github.com/peeragent/peeragent/state/pmap"
 )
 
-// input is what the reducer does with one kind of input object
-// (state.InputKind: its name, keys, list and actions): its upsert and
-// delete, which keep the indexes and mark the scopes the change
-// invalidates (doc.go), and where the State holds its objects, which a
-// complete list replaces.
-type input[T, E any, U, D state.Action] struct {
-	*state.InputKind[T, U, D]
-	held   func(*state.Inputs) *pmap.Map[E]
-	upsert func(*tx, *T)
-	delete func(*tx, string)
-	// listed, when set, tells whether an object of a complete list counts
-	// as listed; one that does not is upserted, and whatever the State
-	// holds under its key is then deleted.
-	listed func(*tx, *T) bool
-	// onDemand: the kind is watched only while some service range is
-	// configured (docs/routes.md §8.4), and a late list of a stopped watch
-	// is dropped.
-	onDemand bool
-}
-
-// inputOps is an input whatever its types.
-type inputOps interface {
-	state.AnyInputKind
-	reduce(t *tx, a state.Action)
-	synced(t *tx, a *state.SourceSynced) bool
-}
-
-func newInput[T, E any, U, D state.Action](k *state.InputKind[T, U, D], held func(*state.Inputs) *pmap.Map[E],
-	upsert func(*tx, *T), del func(*tx, string)) *input[T, E, U, D] {
-	return &input[T, E, U, D]{InputKind: k, held: held, upsert: upsert, delete: del}
-}
-
-// inputList is the reducer's side of every state.InputKind
-// (TestReducerTakesEveryInputKind).
-var inputList = []inputOps{
-	newInput(state.PeerInput, func(in *state.Inputs) *pmap.Map[*state.PeerEntry] { return in.Peers },
-		(*tx).upsertPeer, (*tx).deletePeer),
-	newInput(state.ConfigInput, func(in *state.Inputs) *pmap.Map[*state.BGPConfiguration] { return in.Configs },
-		(*tx).upsertConfig, (*tx).deleteConfig),
-	newInput(state.FilterInput, func(in *state.Inputs) *pmap.Map[*state.FilterEntry] { return in.Filters },
-		(*tx).upsertFilter, (*tx).deleteFilter),
-	newInput(state.NodeInput, func(in *state.Inputs) *pmap.Map[*state.NodeEntry] { return in.Nodes },
-		(*tx).upsertNode, (*tx).deleteNode),
-	newInput(state.AffinityInput, func(in *state.Inputs) *pmap.Map[*state.AffinityEntry] { return in.Affinities },
-		(*tx).upsertAffinity, (*tx).deleteAffinity).
-		listedIf(func(t *tx, a *state.BlockAffinity) bool { return a.Node == "" || a.Node == t.s.Node }),
-	newInput(state.PoolInput, func(in *state.Inputs) *pmap.Map[*state.PoolEntry] { return in.Pools },
-		(*tx).upsertPool, (*tx).deletePool),
-	newInput(state.PodInput, func(in *state.Inputs) *pmap.Map[*state.PodEntry] { return in.Pods },
-		(*tx).upsertPod, (*tx).deletePod),
-	newInput(state.SecretInput, func(in *state.Inputs) *pmap.Map[*state.Secret] { return in.Secrets },
-		(*tx).upsertSecret, (*tx).deleteSecret),
-	newInput(state.ServiceInput, func(in *state.Inputs) *pmap.Map[*state.ServiceEntry] { return in.Services },
-		(*tx).upsertService, (*tx).deleteService).whileWatched(),
-	newInput(state.SliceInput, func(in *state.Inputs) *pmap.Map[*state.EndpointSlice] { return in.EndpointSlices },
-		(*tx).upsertSlice, (*tx).deleteSlice).whileWatched(),
-}
-
-// inputs and inputsByKind find an input by the name of its upsert or
-// deletion, and by its kind.
-var inputs, inputsByKind = func() (map[string]inputOps, map[state.Kind]inputOps) {
-	byName, byKind := map[string]inputOps{}, map[state.Kind]inputOps{}
-	for _, in := range inputList {
-		u, d := in.ActionNames()
-		byName[u], byName[d], byKind[in.Kind()] = in, in, in
+// reduceInput applies an upsert, a deletion or a complete list (a) of one
+// kind of input object: the reducer's one table of the kinds
+// (state.InputKinds declares each: its key, its list, its actions). Each
+// case names the kind's upsert and delete, which keep the indexes and mark
+// the scopes the change invalidates (doc.go), and the map of state.Inputs
+// that holds it. The calls are static, through the inlined apply, so that
+// the step's tx stays on the stack (a table of function values would move
+// it to the heap: one allocation of the State's size per step). False for
+// an action that is not of kind (TestReducerTakesEveryInputKind).
+func (t *tx) reduceInput(kind state.Kind, a state.Action) bool {
+	in, ok := &t.s.Inputs, false
+	switch kind {
+	case state.KindBGPPeer:
+		ok = apply(t, take(state.PeerInput, a, in.Peers), (*tx).upsertPeer, (*tx).deletePeer)
+	case state.KindBGPConfiguration:
+		ok = apply(t, take(state.ConfigInput, a, in.Configs), (*tx).upsertConfig, (*tx).deleteConfig)
+	case state.KindBGPFilter:
+		ok = apply(t, take(state.FilterInput, a, in.Filters), (*tx).upsertFilter, (*tx).deleteFilter)
+	case state.KindNode:
+		ok = apply(t, take(state.NodeInput, a, in.Nodes), (*tx).upsertNode, (*tx).deleteNode)
+	case state.KindBlockAffinity:
+		ok = apply(t, take(state.AffinityInput, a, in.Affinities), (*tx).upsertAffinity, (*tx).deleteAffinity)
+	case state.KindIPPool:
+		ok = apply(t, take(state.PoolInput, a, in.Pools), (*tx).upsertPool, (*tx).deletePool)
+	case state.KindPod:
+		ok = apply(t, take(state.PodInput, a, in.Pods), (*tx).upsertPod, (*tx).deletePod)
+	case state.KindSecret:
+		ok = apply(t, take(state.SecretInput, a, in.Secrets), (*tx).upsertSecret, (*tx).deleteSecret)
+	case state.KindService:
+		ok = apply(t, take(state.ServiceInput, a, in.Services), (*tx).upsertService, (*tx).deleteService)
+	case state.KindEndpointSlice:
+		ok = apply(t, take(state.SliceInput, a, in.EndpointSlices), (*tx).upsertSlice, (*tx).deleteSlice)
 	}
-	return byName, byKind
-}()
-
-// listedIf sets listed.
-func (k *input[T, E, U, D]) listedIf(listed func(*tx, *T) bool) *input[T, E, U, D] {
-	k.listed = listed
-	return k
+	return ok
 }
 
-// whileWatched sets onDemand.
-func (k *input[T, E, U, D]) whileWatched() *input[T, E, U, D] {
-	k.onDemand = true
-	return k
+// change is what an action does to one kind: the objects it upserts (an
+// upsert's one, or a complete list), then the keys it deletes (a
+// deletion's one, or what the State held and the list does not).
+type change[T any] struct {
+	upserts []T
+	deletes []string
+	ok      bool // a is an action of the kind
 }
 
-// reduce applies an upsert or a deletion of the kind.
-func (k *input[T, E, U, D]) reduce(t *tx, a state.Action) {
-	if o, key, ok := k.Split(a); o != nil {
-		k.upsert(t, o)
-	} else if ok {
-		k.delete(t, key)
+// take is the change a, an upsert, a deletion or a complete list of the
+// kind k, makes to held, the map of state.Inputs that holds the kind.
+func take[T, E any, U, D state.Action](k *state.InputKind[T, U, D], a state.Action, held *pmap.Map[E]) change[T] {
+	if s, ok := a.(state.SourceSynced); ok {
+		return takeList(k, s, held)
 	}
+	o, key, ok := k.Split(a)
+	if o != nil {
+		return change[T]{upserts: o, ok: ok}
+	}
+	return change[T]{deletes: []string{key}, ok: ok}
 }
 
-// synced applies a complete list of the kind (see tx.synced); false when
-// it is not taken.
-func (k *input[T, E, U, D]) synced(t *tx, a *state.SourceSynced) bool {
-	if k.onDemand && !t.s.Out.ServiceWatch {
-		return false
+// takeList is take for a complete list. An upsert changes only its own
+// key, so what the list does not name is deleted from held as it was
+// before the upserts.
+func takeList[T, E any, U, D state.Action](k *state.InputKind[T, U, D], s state.SourceSynced, held *pmap.Map[E]) change[T] {
+	if s.Kind != k.Kind() {
+		return change[T]{}
 	}
-	list := k.List(a)
-	seen := make(map[string]bool, len(list))
-	for i := range list {
-		o := &list[i]
-		seen[k.Key(o)] = k.listed == nil || k.listed(t, o)
-		k.upsert(t, o)
+	c := change[T]{upserts: k.List(&s), ok: true}
+	seen := make(map[string]bool, len(c.upserts))
+	for i := range c.upserts {
+		seen[k.Key(&c.upserts[i])] = true
 	}
-	deleteUnseen(k.held(&t.s.Inputs), seen, func(key string) { k.delete(t, key) })
-	return true
+	held.Range(func(key string, _ E) bool {
+		if !seen[key] {
+			c.deletes = append(c.deletes, key)
+		}
+		return true
+	})
+	return c
+}
+
+// apply makes the change c with the kind's upsert and delete, and tells
+// whether c was of the kind. It is inlined into reduceInput, so the calls
+// are static.
+func apply[T any](t *tx, c change[T], upsert func(*tx, *T), del func(*tx, string)) bool {
+	for i := range c.upserts {
+		upsert(t, &c.upserts[i])
+	}
+	for _, key := range c.deletes {
+		del(t, key)
+	}
+	return c.ok
 }
 
 // synced applies a complete list: everything listed is upserted (a no-op
 // when unchanged, so an identical relist changes nothing) and everything
 // of that kind not listed is deleted. Effects stay gated until every
-// source has synced, so nothing is removed from the speaker on a partial view.
+// source has synced, so nothing is removed from the speaker on a partial
+// view. A late list of a stopped Service or EndpointSlice watch
+// (docs/routes.md §8.4) is dropped.
 func (t *tx) synced(a state.SourceSynced) {
-	k := inputsByKind[a.Kind]
-	if k == nil || !k.synced(t, &a) {
+	if (a.Kind == state.KindService || a.Kind == state.KindEndpointSlice) && !t.s.Out.ServiceWatch {
+		return
+	}
+	if !t.reduceInput(a.Kind, a) {
 		return
 	}
 	if !t.s.Synced[a.Kind] {
 		m := maps.Clone(t.s.Synced)
 		m[a.Kind] = true
 		t.s.Synced = m
-	}
-}
-
-func deleteUnseen[V any](m *pmap.Map[V], seen map[string]bool, del func(string)) {
-	var gone []string
-	m.Range(func(k string, _ V) bool {
-		if !seen[k] {
-			gone = append(gone, k)
-		}
-		return true
-	})
-	for _, k := range gone {
-		del(k)
 	}
 }

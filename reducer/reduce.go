@@ -20,8 +20,8 @@ func Reduce(s state.State, a state.Action) state.State {
 	case state.InputProblemsReported:
 		t.inputProblems(a)
 	default:
-		if in := inputs[a.ActionName()]; in != nil {
-			in.reduce(t, a) // an upsert or a deletion (kinds.go)
+		if in := state.InputOf(a); in != nil {
+			t.reduceInput(in.Kind(), a) // an upsert or a deletion (kinds.go)
 		} else if !t.fact(a) {
 			return reduceResult(s, a)
 		}

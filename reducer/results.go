@@ -48,12 +48,13 @@ func reduceResult(s state.State, a state.Action) state.State {
 	case state.ServerApplied:
 		if a.Server == s.Server {
 			t.setProblems("server", nil)
-			t.s.ServerAttempts, t.s.ServerRetryAt = 0, time.Time{}
+			t.s.ServerAttempts, t.s.ServerRetryAt, t.s.ServerOtherSpeaker = 0, time.Time{}, false
 			t.serverStarted(a.At)
 		}
 	case state.ServerApplyFailed:
 		if a.Server == s.Server {
 			t.setProblems("server", []state.Problem{{Object: "server", Reason: a.Error}})
+			t.s.ServerOtherSpeaker = a.OtherSpeaker // not ready, still healthy (agent/health.go)
 			t.s.ServerAttempts++
 			t.s.ServerRetryAt = t.retryAt(state.RetryServer, "", t.s.ServerAttempts, a.At)
 		}

@@ -143,10 +143,14 @@ type ServerApplied struct {
 
 // ServerApplyFailed: the speaker could not be started with Server (for
 // example its listen port is taken), seen at At. Error holds no secret.
+// OtherSpeaker: the cause is another BGP speaker holding the port
+// (calico-node's BIRD, calico-vpp-agent's GoBGP), which no restart of the
+// agent frees (docs/semantics.md §6).
 type ServerApplyFailed struct {
-	Server Server    `json:"server"`
-	Error  string    `json:"error"`
-	At     time.Time `json:"at,omitzero"`
+	Server       Server    `json:"server"`
+	OtherSpeaker bool      `json:"otherSpeaker,omitempty"`
+	Error        string    `json:"error"`
+	At           time.Time `json:"at,omitzero"`
 }
 
 func (ServerApplied) ActionName() string     { return "serverApplied" }

@@ -8,17 +8,9 @@ import (
 	"sort"
 )
 
-var actionTypes = map[string]func() Action{
-	"peerUpserted":          func() Action { return &PeerUpserted{} },
-	"peerDeleted":           func() Action { return &PeerDeleted{} },
-	"configUpserted":        func() Action { return &ConfigUpserted{} },
-	"configDeleted":         func() Action { return &ConfigDeleted{} },
-	"filterUpserted":        func() Action { return &FilterUpserted{} },
-	"filterDeleted":         func() Action { return &FilterDeleted{} },
-	"nodeUpserted":          func() Action { return &NodeUpserted{} },
-	"nodeDeleted":           func() Action { return &NodeDeleted{} },
-	"secretUpserted":        func() Action { return &SecretUpserted{} },
-	"secretDeleted":         func() Action { return &SecretDeleted{} },
+// actionTypes make an empty action of each name, for DecodeAction; the
+// upserts and deletions of the input kinds come from InputKinds.
+var actionTypes = withInputActions(map[string]func() Action{
 	"sourceSynced":          func() Action { return &SourceSynced{} },
 	"inputProblemsReported": func() Action { return &InputProblemsReported{} },
 	"peerApplied":           func() Action { return &PeerApplied{} },
@@ -38,17 +30,7 @@ var actionTypes = map[string]func() Action{
 	"tick":                  func() Action { return &Tick{} },
 	"pathApplied":           func() Action { return &PathApplied{} },
 	"pathApplyFailed":       func() Action { return &PathApplyFailed{} },
-	"blockAffinityUpserted": func() Action { return &BlockAffinityUpserted{} },
-	"blockAffinityDeleted":  func() Action { return &BlockAffinityDeleted{} },
-	"ipPoolUpserted":        func() Action { return &IPPoolUpserted{} },
-	"ipPoolDeleted":         func() Action { return &IPPoolDeleted{} },
-	"podUpserted":           func() Action { return &PodUpserted{} },
-	"podDeleted":            func() Action { return &PodDeleted{} },
-	"serviceUpserted":       func() Action { return &ServiceUpserted{} },
-	"serviceDeleted":        func() Action { return &ServiceDeleted{} },
-	"endpointSliceUpserted": func() Action { return &EndpointSliceUpserted{} },
-	"endpointSliceDeleted":  func() Action { return &EndpointSliceDeleted{} },
-}
+})
 
 // ActionNames lists every action name, sorted.
 func ActionNames() []string {

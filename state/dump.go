@@ -18,6 +18,8 @@ type Dump struct {
 	// since it last started, and when its retry comes due.
 	ServerAttempts int       `json:"serverAttempts,omitempty"`
 	ServerRetryAt  time.Time `json:"serverRetryAt,omitzero"`
+	// ServerOtherSpeaker: that failure is another BGP speaker on the port.
+	ServerOtherSpeaker bool `json:"serverOtherSpeaker,omitempty"`
 	// Now is the reducer's clock: the time of the last Tick. Retries
 	// counts the retries that came due.
 	Now       time.Time      `json:"now,omitzero"`
@@ -56,7 +58,8 @@ func (s State) Dump() Dump {
 	d := Dump{
 		Node: s.Node, Server: s.Server, Now: s.Now, Synced: []Kind{},
 		ServerAttempts: s.ServerAttempts, ServerRetryAt: s.ServerRetryAt, Retries: s.Retries,
-		Watches: s.Out.Watches.Keys(), Neighbors: []*Neighbor{}, Sessions: []*Session{},
+		ServerOtherSpeaker: s.ServerOtherSpeaker,
+		Watches:            s.Out.Watches.Keys(), Neighbors: []*Neighbor{}, Sessions: []*Session{},
 		Objects: map[string]int{
 			"bgppeers": s.Inputs.Peers.Len(), "bgpconfigurations": s.Inputs.Configs.Len(),
 			"bgpfilters": s.Inputs.Filters.Len(), "nodes": s.Inputs.Nodes.Len(),

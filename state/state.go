@@ -98,6 +98,10 @@ type State struct {
 	ServerRetry    uint64    `json:"serverRetry,omitempty"`
 	ServerAttempts int       `json:"serverAttempts,omitempty"`
 	ServerRetryAt  time.Time `json:"serverRetryAt,omitzero"`
+	// ServerOtherSpeaker: the server's last failure to start was another
+	// BGP speaker holding the port (ServerApplyFailed.OtherSpeaker): not
+	// ready, but healthy, as a restart would not free the port.
+	ServerOtherSpeaker bool `json:"serverOtherSpeaker,omitempty"`
 	// Retries counts the retries that came due (peeragent_retries_total).
 	Retries uint64 `json:"retries,omitempty"`
 	// MD5Failures is the kernel's TCP-MD5 failure count as last observed

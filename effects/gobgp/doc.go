@@ -21,7 +21,8 @@
 //     port at its listen addresses (all addresses: loopback and the router
 //     ID), and a listener answering there, or the bind refused with
 //     EADDRINUSE, is one ServerApplyFailed naming the other speaker and how
-//     to hand BGP over; the start is retried like any server failure.
+//     to hand BGP over, with OtherSpeaker set (the agent stays healthy, not
+//     ready); the start is retried like any server failure.
 //   - Everything is idempotent: deleting what is absent succeeds, adding an
 //     existing peer updates it, and applying the same effects again makes
 //     no call that changes the speaker (GoBGP's UpdatePeer of an identical

@@ -2,6 +2,7 @@ package gobgp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	api "github.com/osrg/gobgp/v4/api"
 	"log/slog"
@@ -336,7 +337,8 @@ func (e *Executor) runServer(ctx context.Context, eff effects.Effect) state.Acti
 			msg = e.secrets.scrub("stop server: " + err.Error())
 		}
 		e.log.Error("speaker server effect failed", "effect", eff.String(), "error", msg)
-		return state.ServerApplyFailed{Server: srv, Error: msg, At: e.now()}
+		return state.ServerApplyFailed{Server: srv, Error: msg, At: e.now(),
+			OtherSpeaker: errors.As(err, new(otherSpeakerErr))}
 	}
 	return state.ServerApplied{Server: srv, At: e.now()}
 }

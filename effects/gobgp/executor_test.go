@@ -215,7 +215,7 @@ func TestServerEffects(t *testing.T) {
 	srv := sp.server(64512)
 	res := sp.Execute(context.Background(), []effects.Effect{effects.StartServer{Server: srv}})
 	f, ok := res[0].(state.ServerApplyFailed)
-	if !ok || !strings.HasPrefix(f.Error, "start server (AS 64512, router ID 127.0.0.1, port "+itoa(sp.port)+"): ") ||
+	if !ok || !f.OtherSpeaker || !strings.HasPrefix(f.Error, "start server (AS 64512, router ID 127.0.0.1, port "+itoa(sp.port)+"): ") ||
 		!strings.Contains(f.Error, "another BGP speaker holds port "+itoa(sp.port)+": a listener answers on 127.0.0.3:") {
 		t.Fatalf("want a start failure naming the server, got %#v", res)
 	}

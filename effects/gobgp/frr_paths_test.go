@@ -3,7 +3,6 @@ package gobgp
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
@@ -24,23 +23,7 @@ func TestFRRReceivesOwnIPv6Block(t *testing.T) {
 	requireLoopback(t, ourAddr)
 	lo6 := netip.MustParseAddr("::1")
 	const nodeV6, block, frrAS = "fd00:1::a", "fd00:244:0:1::/64", 65040
-	logs := &logBuf{}
-	sp := &speaker{
-		Executor: New(Options{ListenAddresses: []string{ourAddr, lo6.String()}, GoBGPLevel: slog.LevelInfo,
-			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}),
-		addr: ourAddr, port: freePort(t, ourAddr), logs: logs, events: newRecorder(),
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sp.WatchSessions(ctx, sp.events.add) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		sp.Close()
-		if t.Failed() {
-			t.Logf("our speaker's log:\n%s", logs.String())
-		}
-	})
+	sp := newSpeakerOn(t, ourAddr, ourAddr, lo6.String())
 	frrPort := frr.FreePort(t, lo6)
 	peer := frr.Start(t, frr.Config{RouterID: netip.MustParseAddr("127.0.0.40"), Address: lo6, Port: frrPort, AS: frrAS,
 		Neighbors: []frr.Neighbor{{Name: "agent", Address: lo6, Port: int(sp.port), AS: ourAS}}})
@@ -115,23 +98,7 @@ func TestFRRIPv6GlobalAndLinkLocalNextHop(t *testing.T) {
 	requireLoopback(t, ourAddr)
 	lo6 := netip.MustParseAddr("::1")
 	const nodeV6, prefix, global, linkLocal, frrAS = "fd00:1::a", "fd00:99::/64", "fd00:1::99", "fe80::99", 65041
-	logs := &logBuf{}
-	sp := &speaker{
-		Executor: New(Options{ListenAddresses: []string{ourAddr, lo6.String()}, GoBGPLevel: slog.LevelInfo,
-			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}),
-		addr: ourAddr, port: freePort(t, ourAddr), logs: logs, events: newRecorder(),
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sp.WatchSessions(ctx, sp.events.add) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		sp.Close()
-		if t.Failed() {
-			t.Logf("our speaker's log:\n%s", logs.String())
-		}
-	})
+	sp := newSpeakerOn(t, ourAddr, ourAddr, lo6.String())
 	frrPort := frr.FreePort(t, lo6)
 	peer := frr.Start(t, frr.Config{RouterID: netip.MustParseAddr("127.0.0.41"), Address: lo6, Port: frrPort, AS: frrAS,
 		Neighbors: []frr.Neighbor{{Name: "agent", Address: lo6, Port: int(sp.port), AS: ourAS, AFExtra: []string{"route-map NH6 out"}}},

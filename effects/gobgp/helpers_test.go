@@ -67,20 +67,19 @@ type speaker struct {
 // watches its sessions until the test ends.
 func newSpeaker(t *testing.T, addr string) *speaker {
 	t.Helper()
+	return newSpeakerOn(t, addr, addr)
+}
+
+// newSpeakerOn is newSpeaker listening on the addresses listen.
+func newSpeakerOn(t *testing.T, addr string, listen ...string) *speaker {
+	t.Helper()
 	logs := &logBuf{}
 	lg := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sp := &speaker{
-		Executor: New(Options{ListenAddresses: []string{addr}, Logger: lg, GoBGPLevel: slog.LevelInfo}),
+		Executor: New(Options{ListenAddresses: listen, Logger: lg, GoBGPLevel: slog.LevelInfo}),
 		addr:     addr, port: freePort(t, addr), logs: logs, events: newRecorder(),
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sp.WatchSessions(ctx, sp.events.add) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("WatchSessions: %v", err)
-		}
+	t.Cleanup(func() { // after the watch's cleanup
 		if err := sp.Close(); err != nil {
 			t.Errorf("close %s: %v", addr, err)
 		}
@@ -88,7 +87,22 @@ func newSpeaker(t *testing.T, addr string) *speaker {
 			t.Logf("logs of %s:\n%s", addr, logs.String())
 		}
 	})
+	watchFor(t, "WatchSessions", func(ctx context.Context) error { return sp.WatchSessions(ctx, sp.events.add) })
 	return sp
+}
+
+// watchFor runs watch until the test ends: its cleanup cancels the
+// watch's context and waits for it to return.
+func watchFor(t *testing.T, what string, watch func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- watch(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	})
 }
 
 func (sp *speaker) server(asn uint32) state.Server {
@@ -128,33 +142,40 @@ func mustApply(t *testing.T, e *Executor, effs ...effects.Effect) []state.Action
 	return res
 }
 
-// recorder keeps every session action a watch dispatched.
-type recorder struct {
+// actionLog keeps every action a watch dispatched, each an A.
+type actionLog[A state.Action] struct {
 	mu      sync.Mutex
-	events  []state.SessionStateChanged
-	changed chan struct{}      // closed and replaced on every event
-	also    func(state.Action) // an agent the events go to as well
+	events  []A
+	changed chan struct{}      // closed and replaced on every action
+	also    func(state.Action) // an agent the actions go to as well
 }
 
-func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
-
-func (r *recorder) add(a state.Action) {
-	r.mu.Lock()
-	r.events = append(r.events, a.(state.SessionStateChanged))
-	close(r.changed)
-	r.changed = make(chan struct{})
-	also := r.also
-	r.mu.Unlock()
+func (l *actionLog[A]) add(a state.Action) {
+	l.mu.Lock()
+	l.events = append(l.events, a.(A))
+	close(l.changed)
+	l.changed = make(chan struct{})
+	also := l.also
+	l.mu.Unlock()
 	if also != nil {
 		also(a)
 	}
 }
 
-// forward sends every later event to fn too.
-func (r *recorder) forward(fn func(state.Action)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.also = fn
+// forward sends every later action to fn too.
+func (l *actionLog[A]) forward(fn func(state.Action)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.also = fn
+}
+
+// recorder keeps every session action a watch dispatched.
+type recorder struct {
+	actionLog[state.SessionStateChanged]
+}
+
+func newRecorder() *recorder {
+	return &recorder{actionLog[state.SessionStateChanged]{changed: make(chan struct{})}}
 }
 
 // mark is the number of events so far, to look only at what follows.

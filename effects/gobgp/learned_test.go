@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,37 +17,19 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
-// learnedLog records what WatchLearned dispatches.
+// learnedLog records what WatchLearned (or Watch) dispatches.
 type learnedLog struct {
-	mu      sync.Mutex
-	acts    []state.Action
-	changed chan struct{}
-	fwd     func(state.Action) // sent every action after it is recorded
+	actionLog[state.Action]
 }
 
-func (l *learnedLog) add(a state.Action) {
-	l.mu.Lock()
-	l.acts = append(l.acts, a)
-	close(l.changed)
-	l.changed = make(chan struct{})
-	fwd := l.fwd
-	l.mu.Unlock()
-	if fwd != nil {
-		fwd(a)
-	}
-}
-
-// forward sends every later action to fn too.
-func (l *learnedLog) forward(fn func(state.Action)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.fwd = fn
+func newLearnedLog() *learnedLog {
+	return &learnedLog{actionLog[state.Action]{changed: make(chan struct{})}}
 }
 
 func (l *learnedLog) all() []state.Action {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.acts)
+	return slices.Clone(l.events)
 }
 
 // wait returns the index of the first action from index from on that
@@ -60,8 +41,8 @@ func (l *learnedLog) wait(t *testing.T, from int, what string, match func(state.
 	for {
 		l.mu.Lock()
 		ch := l.changed
-		for i := from; i < len(l.acts); i++ {
-			if match(l.acts[i]) {
+		for i := from; i < len(l.events); i++ {
+			if match(l.events[i]) {
 				l.mu.Unlock()
 				return i
 			}
@@ -85,16 +66,8 @@ func (l *learnedLog) describe() string {
 
 func watchLearned(t *testing.T, sp *speaker) *learnedLog {
 	t.Helper()
-	l := &learnedLog{changed: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sp.WatchLearned(ctx, l.add) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("WatchLearned: %v", err)
-		}
-	})
+	l := newLearnedLog()
+	watchFor(t, "WatchLearned", func(ctx context.Context) error { return sp.WatchLearned(ctx, l.add) })
 	return l
 }
 

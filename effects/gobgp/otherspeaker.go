@@ -16,12 +16,19 @@ const probeTimeout = 500 * time.Millisecond
 // BIRD, or calico-vpp-agent's embedded GoBGP, whose BGP cannot be switched
 // off today. Binding it anyway would race that speaker for the port on
 // every restart (and calico-vpp-agent exits when it loses), so the start
-// fails with this one problem while the other speaker is there.
+// fails with this one problem while the other speaker is there. Its type
+// lets runServer mark the failure (ServerApplyFailed.OtherSpeaker): the
+// agent is then not ready, but healthy, as no restart frees the port.
 func otherSpeakerError(port uint16, detail string) error {
-	return fmt.Errorf("another BGP speaker holds port %d: %s (calico-node's BIRD, or calico-vpp-agent's GoBGP?); "+
+	return otherSpeakerErr{fmt.Sprintf("another BGP speaker holds port %d: %s (calico-node's BIRD, or calico-vpp-agent's GoBGP?); "+
 		"peeragent does not race it for the port: hand BGP over first (Calico: BGP disabled, see the README; "+
-		"Calico/VPP: the externalBgpEnabled feature gate, deploy/calico-vpp); the start is retried", port, detail)
+		"Calico/VPP: the externalBgpEnabled feature gate, deploy/calico-vpp); the start is retried", port, detail)}
 }
+
+// otherSpeakerErr is a start another BGP speaker prevents.
+type otherSpeakerErr struct{ msg string }
+
+func (e otherSpeakerErr) Error() string { return e.msg }
 
 // otherSpeaker looks for a listener on port before this speaker binds it:
 // at each listen address, or, listening on all of them, at loopback and the

@@ -35,7 +35,7 @@ func TestStartServerRetriesAfterPortIsFree(t *testing.T) {
 		t.Fatalf("results = %v, want one", res)
 	}
 	failed, ok := res[0].(state.ServerApplyFailed)
-	if !ok || !strings.Contains(failed.Error, "another BGP speaker holds port "+fmt.Sprint(port)+": a listener answers on 127.0.0.1:") {
+	if !ok || !failed.OtherSpeaker || !strings.Contains(failed.Error, "another BGP speaker holds port "+fmt.Sprint(port)+": a listener answers on 127.0.0.1:") {
 		t.Fatalf("with the port taken: %#v, want ServerApplyFailed naming the other speaker", res[0])
 	}
 	blocker.Close()
@@ -72,7 +72,7 @@ func TestStartServerRefusesABoundPort(t *testing.T) {
 	defer cancel()
 	res := e.Execute(ctx, []effects.Effect{effects.StartServer{Server: srv}})
 	failed, ok := res[0].(state.ServerApplyFailed)
-	if !ok || !strings.Contains(failed.Error, fmt.Sprintf("another BGP speaker holds port %d: listen tcp4 127.0.0.1:%d: bind: address already in use", port, port)) {
+	if !ok || !failed.OtherSpeaker || !strings.Contains(failed.Error, fmt.Sprintf("another BGP speaker holds port %d: listen tcp4 127.0.0.1:%d: bind: address already in use", port, port)) {
 		t.Fatalf("with the port bound: %#v, want the other speaker's problem naming the port", res)
 	}
 	t.Logf("ServerApplyFailed: %s", failed.Error)

@@ -67,6 +67,7 @@ const (
 func (e *Executor) watch(ctx context.Context, dispatch func(state.Action), w wants) error {
 	sub := &watcher{dispatch: dispatch, wants: w, last: map[netip.Addr]string{}}
 	if err := e.watches.add(sub); err != nil {
+		e.watches.remove(sub)
 		return fmt.Errorf("watch the speaker: %w", err)
 	}
 	<-ctx.Done()

@@ -2,12 +2,16 @@ package gobgp
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/state"
@@ -17,16 +21,8 @@ import (
 // paths, in the one order the watch gives them) until the test ends.
 func watchAll(t *testing.T, sp *speaker) *learnedLog {
 	t.Helper()
-	l := &learnedLog{changed: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sp.Watch(ctx, l.add) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Watch: %v", err)
-		}
-	})
+	l := newLearnedLog()
+	watchFor(t, "Watch", func(ctx context.Context) error { return sp.Watch(ctx, l.add) })
 	return l
 }
 
@@ -162,5 +158,111 @@ func TestWatchOneStreamAcrossGenerations(t *testing.T) {
 		if g, fact := factGen(a); fact && g != 4 {
 			t.Errorf("fact %d after the restart is of generation %d: %+v", stopped+x, g, a)
 		}
+	}
+}
+
+// TestWatcherRebase: the re-basing of one watch on a new generation of
+// its running server, event by event (no GoBGP): a new generation before
+// GoBGP's snapshot came only stamps that snapshot; generation 0 is
+// followed but not dispatched; a re-base is a snapshot of the sets held
+// and of the End-of-RIBs of the sessions still up (one that went down
+// since is left out, as GoBGP forgets it), then the stream goes on under
+// the new generation; a stop reports the sessions not idle.
+func TestWatcherRebase(t *testing.T) {
+	e := New(Options{Now: func() time.Time { return time.Unix(100, 0) }})
+	n1, n2 := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	l := newLearnedLog()
+	sub := &watcher{dispatch: l.add, wants: wantSessions | wantLearned, last: map[netip.Addr]string{}}
+	st := &stream{gen: 0, init: true, cancel: func() {}}
+	sub.st = st
+	peer := func(a netip.Addr, s bgp.FSMState) {
+		e.watches.onPeer(sub, st, &apiutil.WatchEventMessage_PeerEvent{Type: apiutil.PEER_EVENT_STATE,
+			Peer: apiutil.Peer{State: apiutil.PeerState{NeighborAddress: a, SessionState: s}}})
+	}
+	path := func(from netip.Addr, prefix string) *apiutil.Path {
+		nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix(prefix))
+		nh, _ := bgp.NewPathAttributeNextHop(from)
+		return &apiutil.Path{Family: bgp.RF_IPv4_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{nh}, PeerAddress: from}
+	}
+	eor := func(from netip.Addr) { sub.onEor(st, &apiutil.Path{Family: bgp.RF_IPv4_UC, PeerAddress: from}) }
+
+	sub.rebase(3) // before GoBGP's snapshot: it will carry 3
+	peer(n1, bgp.BGP_FSM_ESTABLISHED)
+	peer(n2, bgp.BGP_FSM_ESTABLISHED)
+	sub.onBest(st, nil) // the (empty) snapshot
+	sub.onBest(st, []*apiutil.Path{path(n1, "10.1.0.0/16")})
+	sub.onBest(st, []*apiutil.Path{path(n2, "10.2.0.0/16")})
+	eor(n1)
+	eor(n2)
+	peer(n2, bgp.BGP_FSM_IDLE) // n2's End-of-RIB is gone with its session
+	sub.rebase(4)
+	sub.onBest(st, []*apiutil.Path{path(n1, "10.3.0.0/16")})
+	e.watches.subs = map[*watcher]bool{sub: true}
+	e.watches.detach()
+
+	var got []string
+	for _, a := range l.all() {
+		switch x := a.(type) {
+		case state.BestPathsChanged:
+			var ps []string
+			for _, p := range x.Prefixes {
+				ps = append(ps, p.Prefix.String())
+			}
+			got = append(got, fmt.Sprintf("best gen=%d init=%v %v", x.Gen, x.Init, ps))
+		case state.EndOfRIBReceived:
+			got = append(got, fmt.Sprintf("eor gen=%d %s", x.Gen, x.Neighbor))
+		case state.SessionStateChanged:
+			got = append(got, fmt.Sprintf("session %s %s %s", x.Address, x.State, x.Reason))
+		}
+	}
+	want := []string{
+		"session 192.0.2.1 established ",
+		"session 192.0.2.2 established ",
+		"best gen=3 init=true []",
+		"best gen=3 init=false [10.1.0.0/16]",
+		"best gen=3 init=false [10.2.0.0/16]",
+		"eor gen=3 192.0.2.1",
+		"eor gen=3 192.0.2.2",
+		"session 192.0.2.2 idle peer deconfigured",
+		"best gen=4 init=true [10.1.0.0/16 10.2.0.0/16]",
+		"eor gen=4 192.0.2.1",
+		"best gen=4 init=false [10.3.0.0/16]",
+		"session 192.0.2.1 idle speaker stopped",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("dispatched (-want +got):\n%s", diff)
+	}
+	sub.onBest(st, []*apiutil.Path{path(n1, "10.4.0.0/16")})
+	if n := len(l.all()); n != len(want) {
+		t.Errorf("%d actions after the stop, want none", n-len(want))
+	}
+}
+
+// TestWatcherGenerationZero: a server of generation 0 is followed (its
+// sessions reported) but none of its learned facts is dispatched until a
+// generation is given, which is then a snapshot of what it holds.
+func TestWatcherGenerationZero(t *testing.T) {
+	n1 := netip.MustParseAddr("192.0.2.1")
+	l := newLearnedLog()
+	sub := &watcher{dispatch: l.add, wants: wantLearned, last: map[netip.Addr]string{}}
+	st := &stream{init: true, cancel: func() {}}
+	sub.st = st
+	nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix("10.1.0.0/16"))
+	nh, _ := bgp.NewPathAttributeNextHop(n1)
+	sub.onBest(st, nil)
+	sub.onBest(st, []*apiutil.Path{{Family: bgp.RF_IPv4_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{nh}, PeerAddress: n1}})
+	sub.onEor(st, &apiutil.Path{Family: bgp.RF_IPv4_UC, PeerAddress: n1})
+	if acts := l.all(); len(acts) != 0 {
+		t.Fatalf("generation 0 dispatched %+v", acts)
+	}
+	sub.rebase(7)
+	want := []state.Action{
+		state.BestPathsChanged{Gen: 7, Init: true, Prefixes: []state.BestPaths{{Prefix: netip.MustParsePrefix("10.1.0.0/16"),
+			Paths: []state.LearnedPath{{NextHops: []netip.Addr{n1}, Neighbor: n1}}}}},
+		state.EndOfRIBReceived{Gen: 7, Neighbor: n1, Family: "ipv4-unicast"},
+	}
+	if diff := cmp.Diff(want, l.all(), cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("after generation 7 (-want +got):\n%s", diff)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"go.fd.io/govpp/binapi/fib_types"
 	"go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/memclnt"
-	"go.fd.io/govpp/codec"
 	"go.fd.io/govpp/core"
 
 	"github.com/peeragent/peeragent/effects"
@@ -67,35 +66,14 @@ const fibSourceID = 31
 
 func newFibVPP(t *testing.T) *fibVPP {
 	t.Helper()
-	v := &fibVPP{t: t, adapter: mock.NewVppAdapter(), table: map[netip.Prefix]fibEntry{}}
-	v.adapter.MockReplyHandler(v.reply)
-	conn, err := core.Connect(v.adapter)
-	if err != nil {
-		t.Fatalf("connect to mock VPP: %v", err)
-	}
-	v.conn = conn
-	t.Cleanup(conn.Disconnect)
+	v := &fibVPP{t: t, table: map[netip.Prefix]fibEntry{}}
+	v.adapter, v.conn = mockConn(t, v.reply)
 	return v
 }
 
 func (v *fibVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
-	var msg api.Message
-	switch req.MsgName {
-	case "ip_route_add_del_v2":
-		msg = &ip.IPRouteAddDelV2{}
-	case "fib_source_add":
-		msg = &fib.FibSourceAdd{}
-	case "fib_source_dump":
-		v.adapter.MockReply(v.sources()...)
-		v.adapter.MockReply(&memclnt.ControlPingReply{})
-		return nil, 0, false // answered from the queue
-	case "ip_route_v2_dump":
-		msg = &ip.IPRouteV2Dump{}
-	default: // control_ping: answered from the queue
-		return nil, 0, false
-	}
-	if err := codec.DefaultCodec.DecodeMsg(req.Data, msg); err != nil {
-		v.t.Errorf("decode %s: %v", req.MsgName, err)
+	msg, ok := decodeRequest(v.t, v.adapter, req)
+	if !ok {
 		return nil, 0, false
 	}
 	var reply api.Message
@@ -107,18 +85,16 @@ func (v *fibVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
 		v.source = &fib.FibSource{ID: fibSourceID, Name: msg.Src.Name, Priority: msg.Src.Priority}
 		v.mu.Unlock()
 		reply = &fib.FibSourceAddReply{ID: fibSourceID}
+	case *fib.FibSourceDump: // details, then the control_ping's reply, from the queue
+		v.adapter.MockReply(v.sources()...)
+		v.adapter.MockReply(&memclnt.ControlPingReply{})
+		return nil, 0, false
 	case *ip.IPRouteV2Dump:
 		v.adapter.MockReply(v.dump(msg)...)
 		v.adapter.MockReply(&memclnt.ControlPingReply{})
 		return nil, 0, false
 	}
-	data, err := v.adapter.ReplyBytes(req, reply)
-	if err != nil {
-		v.t.Errorf("encode reply: %v", err)
-		return nil, 0, false
-	}
-	id, _ := v.adapter.GetMsgID(reply.GetMessageName(), reply.GetCrcString())
-	return data, id, true
+	return encodeReply(v.t, v.adapter, req, reply)
 }
 
 func (v *fibVPP) sources() []api.Message {

@@ -32,22 +32,31 @@ type fakeVPP struct {
 
 func newFakeVPP(t *testing.T, retvals ...int32) *fakeVPP {
 	t.Helper()
-	f := &fakeVPP{t: t, adapter: mock.NewVppAdapter(), retvals: retvals, sourceID: 25}
-	f.adapter.MockReplyHandler(f.reply)
-	conn, err := core.Connect(f.adapter)
-	if err != nil {
-		t.Fatalf("connect to mock VPP: %v", err)
-	}
-	f.conn = conn
-	t.Cleanup(conn.Disconnect)
+	f := &fakeVPP{t: t, retvals: retvals, sourceID: 25}
+	f.adapter, f.conn = mockConn(t, f.reply)
 	return f
 }
 
-func (f *fakeVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
-	if ping, _ := f.adapter.GetMsgID("control_ping", ""); req.MsgID == ping {
-		return nil, 0, false // answered from the queue (the mock names it "")
+// mockConn is govpp's mock adapter answering with handler, behind a real
+// core.Connection that the test's end disconnects.
+func mockConn(t *testing.T, handler mock.ReplyHandler) (*mock.VppAdapter, *core.Connection) {
+	t.Helper()
+	a := mock.NewVppAdapter()
+	a.MockReplyHandler(handler)
+	conn, err := core.Connect(a)
+	if err != nil {
+		t.Fatalf("connect to mock VPP: %v", err)
 	}
-	var msg api.Message
+	t.Cleanup(conn.Disconnect)
+	return a, conn
+}
+
+// decodeRequest is the route table's request req (ok false for a
+// control_ping, which the queue answers, or on a failure it reports).
+func decodeRequest(t *testing.T, a *mock.VppAdapter, req mock.MessageDTO) (msg api.Message, ok bool) {
+	if ping, _ := a.GetMsgID("control_ping", ""); req.MsgID == ping {
+		return nil, false // answered from the queue (the mock names it "")
+	}
 	switch req.MsgName {
 	case "ip_route_add_del_v2":
 		msg = &ip.IPRouteAddDelV2{}
@@ -58,11 +67,30 @@ func (f *fakeVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
 	case "ip_route_v2_dump":
 		msg = &ip.IPRouteV2Dump{}
 	default:
-		f.t.Errorf("unexpected message %q sent to VPP", req.MsgName)
-		return nil, 0, false
+		t.Errorf("unexpected message %q sent to VPP", req.MsgName)
+		return nil, false
 	}
 	if err := codec.DefaultCodec.DecodeMsg(req.Data, msg); err != nil {
-		f.t.Errorf("decode %s: %v", req.MsgName, err)
+		t.Errorf("decode %s: %v", req.MsgName, err)
+		return nil, false
+	}
+	return msg, true
+}
+
+// encodeReply is reply as the mock's answer to req.
+func encodeReply(t *testing.T, a *mock.VppAdapter, req mock.MessageDTO, reply api.Message) ([]byte, uint16, bool) {
+	data, err := a.ReplyBytes(req, reply)
+	if err != nil {
+		t.Errorf("encode reply: %v", err)
+		return nil, 0, false
+	}
+	id, _ := a.GetMsgID(reply.GetMessageName(), reply.GetCrcString())
+	return data, id, true
+}
+
+func (f *fakeVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
+	msg, ok := decodeRequest(f.t, f.adapter, req)
+	if !ok {
 		return nil, 0, false
 	}
 	var reply api.Message
@@ -76,13 +104,7 @@ func (f *fakeVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
 		f.record(msg)
 		return nil, 0, false
 	}
-	data, err := f.adapter.ReplyBytes(req, reply)
-	if err != nil {
-		f.t.Errorf("encode reply: %v", err)
-		return nil, 0, false
-	}
-	id, _ := f.adapter.GetMsgID(reply.GetMessageName(), reply.GetCrcString())
-	return data, id, true
+	return encodeReply(f.t, f.adapter, req, reply)
 }
 
 // record keeps msg and pops the retval to answer it with.

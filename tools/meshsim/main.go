@@ -25,13 +25,15 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
 type config struct {
-	n          int
+	sizes      []int // the N of each run, in order
+	n          int   // the N of the run in progress
 	speakers   []string
 	idle       time.Duration
 	settle     time.Duration
@@ -56,9 +58,9 @@ func main() {
 	var speakers string
 	var af listFlag
 	cleanup := flag.Bool("cleanup", false, "remove the namespaces of earlier runs that were killed, and exit")
-	flag.IntVar(&c.n, "n", 10, "number of nodes")
+	sizes := flag.String("n", "10", "number of nodes; a comma-separated list runs each size in turn (10,30: a table each and RSS fitted per neighbor)")
 	flag.StringVar(&speakers, "speakers", "peeragent,bird", "speakers to run, in order: peeragent, bird")
-	flag.DurationVar(&c.idle, "idle", 20*time.Second, "window over which idle CPU is measured, after convergence")
+	flag.DurationVar(&c.idle, "idle", 60*time.Second, "window over which idle CPU is measured, after convergence (60 s: two of GoBGP's 30 s keepalives and the agent's 30 s route rescans, 30 of BIRD's 2 s kernel and device scans)")
 	flag.DurationVar(&c.settle, "settle", 5*time.Second, "wait after each convergence before the next measurement")
 	flag.Float64Var(&c.restart, "restart", 0.2, "fraction of the nodes killed (SIGKILL) and restarted")
 	flag.IntVar(&c.observers, "observers", 3, "nodes (never restarted) whose kernel route changes are counted")
@@ -72,8 +74,12 @@ func main() {
 	flag.Parse()
 	c.agentFlags = af
 	c.speakers = strings.Split(speakers, ",")
-	if c.timeout == 0 {
-		c.timeout = 60*time.Second + time.Duration(c.n)*time.Second
+	for _, v := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			fatal(fmt.Errorf("-n %q: %w", *sizes, err))
+		}
+		c.sizes = append(c.sizes, n)
 	}
 	if *cleanup {
 		removed, err := cleanupStale()
@@ -119,8 +125,10 @@ func measure(ctx context.Context, c config) (rep report, err error) {
 	if os.Geteuid() != 0 {
 		return rep, fmt.Errorf("needs root (network namespaces)")
 	}
-	if c.n < 2 || c.n > 250 {
-		return rep, fmt.Errorf("-n %d: want 2 to 250", c.n)
+	for _, n := range c.sizes {
+		if n < 2 || n > 250 {
+			return rep, fmt.Errorf("-n %d: want 2 to 250", n)
+		}
 	}
 	// Named after the pid, as the namespaces are, for -cleanup.
 	work, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", nsPrefix, os.Getpid()))
@@ -144,14 +152,21 @@ func measure(ctx context.Context, c config) (rep report, err error) {
 		}
 		sps = append(sps, sp)
 	}
-	rep = report{n: c.n, loadBefore: loadavg(), started: time.Now()}
-	for _, sp := range sps {
-		fmt.Fprintf(os.Stderr, "meshsim: %s, %d nodes (load %s)\n", sp.name(), c.n, loadavg())
-		r, err := simulate(ctx, c, sp, work)
-		if err != nil {
-			return rep, fmt.Errorf("%s: %w", sp.name(), err)
+	rep = report{sizes: c.sizes, idle: c.idle, settle: c.settle, loadBefore: loadavg(), started: time.Now()}
+	for _, n := range c.sizes {
+		cn := c
+		cn.n = n
+		if cn.timeout == 0 {
+			cn.timeout = 60*time.Second + time.Duration(n)*time.Second
 		}
-		rep.runs = append(rep.runs, r)
+		for _, sp := range sps {
+			fmt.Fprintf(os.Stderr, "meshsim: %s, %d nodes (load %s)\n", sp.name(), n, loadavg())
+			r, err := simulate(ctx, cn, sp, work)
+			if err != nil {
+				return rep, fmt.Errorf("%s, %d nodes: %w", sp.name(), n, err)
+			}
+			rep.runs = append(rep.runs, r)
+		}
 	}
 	rep.loadAfter = loadavg()
 	rep.elapsed = time.Since(rep.started)

@@ -82,7 +82,7 @@ func TestSmoke(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := config{n: 3, speakers: []string{"peeragent", "bird"}, idle: time.Second, settle: time.Second,
+	c := config{sizes: []int{3}, speakers: []string{"peeragent", "bird"}, idle: time.Second, settle: time.Second,
 		restart: 0.2, observers: 2, timeout: time.Minute, agentBin: bin}
 	rep, err := measure(ctx, c)
 	if err != nil {
@@ -105,12 +105,36 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s: restarted %v (%d sessions), observers %v; want 1 node, 2 sessions, 2 observers", r.speaker, r.restarted, r.sessions, r.observers)
 		}
 		// Graceful restart keeps the observers' kernels untouched.
-		if r.routeDel != 0 {
-			t.Errorf("%s: observers saw %d route deletes: %v", r.speaker, r.routeDel, r.routeSeen)
+		if r.routeNew != 0 || r.routeDel != 0 {
+			t.Errorf("%s: observers saw %d route changes and %d deletes: %v", r.speaker, r.routeNew, r.routeDel, r.routeSeen)
 		}
 	}
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	if mine := fmt.Sprintf("%s%d-", nsPrefix, os.Getpid()); strings.Contains(string(out), mine) {
 		t.Errorf("namespaces %s* left behind:\n%s", mine, out)
+	}
+}
+
+func TestMarkdownTablePerSizeAndFit(t *testing.T) {
+	run := func(sp string, n int, rssMiB int64) runResult {
+		return runResult{speaker: sp, n: n, rss: []int64{rssMiB << 20}, cpuConverge: []time.Duration{time.Second},
+			idleCPU: []float64{0.01}, converge: time.Second, reconverge: 2 * time.Second, logs: map[string]int{}}
+	}
+	rep := report{sizes: []int{11, 21}, runs: []runResult{
+		run("peeragent", 11, 60), run("BIRD 2", 11, 5), run("peeragent", 21, 70), run("BIRD 2", 21, 6)}}
+	md := rep.markdown()
+	for _, want := range []string{
+		"| per speaker, N = 11 (median (min–max) over the nodes) | peeragent | BIRD 2 | ratio |",
+		"| per speaker, N = 21 (median (min–max) over the nodes) | peeragent | BIRD 2 | ratio |",
+		"| RSS after convergence and the idle window | 60.0 MiB (60.0 MiB–60.0 MiB) | 5.0 MiB (5.0 MiB–5.0 MiB) | 12x |",
+		"- peeragent RSS, fitted over 2 runs: 50.0 MiB + 1.000 MiB per neighbor",
+		"- BIRD 2 RSS, fitted over 2 runs: 4.0 MiB + 0.100 MiB per neighbor",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if s := rep.section(); !strings.Contains(s, "make mesh-sim N=11,21") {
+		t.Errorf("section does not name the command:\n%s", s)
 	}
 }
