@@ -49,9 +49,6 @@ type clusterEnv struct {
 // cluster). budget bounds the whole test.
 func clusterStart(t *testing.T, budget time.Duration, opts []kube.Option, crdDirs ...string) *clusterEnv {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("real kube-apiserver and etcd: not in -short")
-	}
 	started := time.Now()
 	kc := kube.Start(t, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), budget)

@@ -290,9 +290,6 @@ status: {phase: Running, podIP: ` + commBorrowed + `, podIPs: [{ip: ` + commBorr
 `
 
 func TestCommunitiesOnTheWireFromManifests(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real BIRD and FRR peers: not in -short")
-	}
 	p := startCommPeers(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "nodes.yaml", commManifestNodes)

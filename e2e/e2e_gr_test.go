@@ -222,9 +222,6 @@ func killBird(t *testing.T, b *bird.Bird) time.Time {
 
 func newGRRig(t *testing.T) *grRig {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test: network namespaces, BIRD and the agent")
-	}
 	bird.Require(t)
 	requireNetns(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -151,9 +151,6 @@ var (
 // announcement and a few keepalives), and of the manifest's claims only
 // the good block is advertised and blackholed, each bad object a problem.
 func TestHostileEdgeRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: network namespaces, a hand-written BGP speaker and the agent")
-	}
 	requireNetns(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

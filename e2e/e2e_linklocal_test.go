@@ -58,9 +58,6 @@ spec: {node: node-a, peerIP: fd00:37::1, asNumber: 65037}
 // echo to an address behind it is answered; the agent stays healthy and
 // its session the one first established.
 func TestFRRLinkLocalNextHopOnSharedLink(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: network namespaces, FRR and the agent")
-	}
 	frr.Require(t)
 	netns.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

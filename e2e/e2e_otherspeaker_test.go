@@ -20,9 +20,6 @@ import (
 // speaker, /readyz is 503 with it, /healthz stays 200 (a restart by the
 // kubelet would not free the port), and BIRD keeps its port.
 func TestRunReportsAnotherSpeaker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: builds the binary, runs BIRD and an agent")
-	}
 	birdtest.Require(t)
 	addr := netip.MustParseAddr("127.0.0.45")
 	requireAddr(t, addr.String())

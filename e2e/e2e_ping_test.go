@@ -89,9 +89,6 @@ spec: {node: node-b, cidr: 10.244.2.0/26, state: confirmed, deleted: "false"}
 // restart of one agent: the kernel routes stay, no route is deleted or
 // re-added, no echo is lost; §9.6).
 func TestPingBetweenTwoAgents(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: network namespaces and two agents")
-	}
 	requireNetns(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -142,9 +142,6 @@ func (p *reflPeers) established(t *testing.T) [3]bird.ProtocolState {
 }
 
 func TestReflectorReExportsServiceRoutes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real BIRD peers: not in -short")
-	}
 	p := startReflPeers(t)
 	dir := t.TempDir()
 	nodes, objects, config := p.manifests(true)

@@ -64,9 +64,6 @@ func (p *reflPeers) waitComm(t *testing.T, want reflCommRoute) {
 }
 
 func TestReflectorReExportCarriesCommunities(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real BIRD peers: not in -short")
-	}
 	p := startReflPeers(t)
 	dir := t.TempDir()
 	nodes, objects, config := p.manifests(true)

@@ -12,9 +12,6 @@ import (
 // next rescan puts it back. Someone adds a route under the agent's
 // protocol and metric: the next rescan removes it. Both count as repairs.
 func TestRescanRepairsKernelRoutes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: a network namespace and an agent")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := nodeNS(t, ctx, "r")

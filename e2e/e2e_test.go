@@ -39,9 +39,6 @@ stringData: {password: %s}
 `
 
 func TestTwoAgentsFollowSecretRotation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: builds the binary and runs two agents")
-	}
 	requireAddr(t, "127.0.0.2")
 	bin := buildAgent(t)
 	dir := t.TempDir()
