@@ -117,9 +117,16 @@ type commRoute struct {
 }
 
 func (p *commPeers) birdRoute(t *testing.T, prefix string) commRoute {
-	out, err := p.bird.Exec("show", "route", prefix, "all")
-	if err != nil || !strings.Contains(out, prefix) {
-		return commRoute{}
+	r, _ := birdComm(p.bird, prefix)
+	return r
+}
+
+// birdComm is what BIRD b shows of its route to prefix (and the whole of
+// show route PREFIX all): whether it has one, and its communities.
+func birdComm(b *bird.Bird, prefix string) (commRoute, string) {
+	out, err := b.Exec("show", "route", prefix, "all")
+	if err != nil || !strings.Contains(out, strings.TrimSuffix(prefix, "/32")) {
+		return commRoute{}, out
 	}
 	r := commRoute{have: true}
 	for _, line := range strings.Split(out, "\n") {
@@ -131,7 +138,7 @@ func (p *commPeers) birdRoute(t *testing.T, prefix string) commRoute {
 			r.large = v
 		}
 	}
-	return r
+	return r, out
 }
 
 func (p *commPeers) frrRoute(t *testing.T, prefix string) commRoute {

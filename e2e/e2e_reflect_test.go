@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/internal/testrig/bird"
 	"github.com/peeragent/peeragent/watch"
 )
@@ -163,6 +164,13 @@ func TestReflectorReExportsServiceRoutes(t *testing.T) {
 	_, _, config = p.manifests(false)
 	writeFile(t, dir, "bgp.yaml", config)
 	p.waitService(t, false)
+	p.checkSteady(t, l, before)
+}
+
+// checkSteady: the three sessions are those of before, and the agent has
+// no problem.
+func (p *reflPeers) checkSteady(t *testing.T, l *agent.Loop, before [3]bird.ProtocolState) {
+	t.Helper()
 	after := p.established(t)
 	for i := range before {
 		if !after[i].SameSessionAs(before[i]) {
