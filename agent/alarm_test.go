@@ -136,12 +136,8 @@ func (s *startingSpeaker) Execute(ctx context.Context, effs []effects.Effect) []
 // and sweeps the held route; no other clock is running.
 func TestAlarmSettlesTheRoutes(t *testing.T) {
 	opts := state.Options{RouteSettleMax: state.Duration{Duration: 300 * time.Millisecond}}
-	l := NewLoop(LoopConfig{Initial: state.New("node-a", opts), Speaker: &startingSpeaker{},
+	l := runLoop(t, LoopConfig{Initial: state.New("node-a", opts), Speaker: &startingSpeaker{},
 		Secrets: &fakeSecrets{watched: map[string]bool{}}, Journal: 100, Log: discardLogger()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { l.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
 	held := netip.MustParsePrefix("10.244.9.0/26")
 	l.Dispatch(state.RoutesListed{Dataplane: "none", Routes: []state.Route{{Prefix: held, Drop: true}}})
 	for _, a := range labActions() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/clustergen"
 	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
 )
@@ -38,35 +39,6 @@ func (d *instantRoutes) Execute(ctx context.Context, effs []effects.Effect) []st
 type nopSpeaker struct{}
 
 func (nopSpeaker) Execute(context.Context, []effects.Effect) []state.Action { return nil }
-
-func learnedSetup() []state.Action {
-	return []state.Action{
-		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: []state.BGPConfiguration{{Name: "default", ASNumber: 64512}}},
-		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{
-			{Name: "node-a", IPv4Address: "10.0.0.1/24"}, {Name: "node-b", IPv4Address: "10.0.0.2/24"}}},
-		state.SourceSynced{Kind: state.KindBGPPeer},
-		state.SourceSynced{Kind: state.KindBGPFilter},
-		state.SourceSynced{Kind: state.KindPod},
-		state.SourceSynced{Kind: state.KindIPPool, Pools: []state.IPPool{
-			{Name: "pods", CIDR: "100.64.0.0/10", IPIPMode: "Never", VXLANMode: "Never"}}},
-		state.SourceSynced{Kind: state.KindBlockAffinity},
-		state.RoutesListed{Dataplane: "linux"},
-	}
-}
-
-func learnedPrefix(i int) netip.Prefix {
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i>>16), byte(i >> 8), byte(i)}), 32)
-}
-
-func learnedEvent(gen uint64, n int) state.BestPathsChanged {
-	nb := netip.MustParseAddr("10.0.0.2")
-	ev := state.BestPathsChanged{Gen: gen, Prefixes: make([]state.BestPaths, n)}
-	for i := range ev.Prefixes {
-		ev.Prefixes[i] = state.BestPaths{Prefix: learnedPrefix(i),
-			Paths: []state.LearnedPath{{NextHops: []netip.Addr{nb}, Neighbor: nb}}}
-	}
-	return ev
-}
 
 // BenchmarkLearnedLoop: the agent loop (agent.Loop with its journal and
 // metrics) taking one best-path event of n learned prefixes onto a
@@ -97,7 +69,7 @@ func BenchmarkLearnedLoop(b *testing.B) {
 func learnedLoopOnce(b *testing.B, n int) (calls, applied, core time.Duration) {
 	b.Helper()
 	dp := &instantRoutes{want: int64(n), last: make(chan time.Time, 1)}
-	last := state.PrefixKey(learnedPrefix(n - 1))
+	last := state.PrefixKey(clustergen.LearnedPrefix(n - 1))
 	done := make(chan time.Time, 1)
 	var watching atomic.Bool
 	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: nopSpeaker{}, Dataplane: dp, Journal: 1000,
@@ -114,12 +86,12 @@ func learnedLoopOnce(b *testing.B, n int) (calls, applied, core time.Duration) {
 	stopped := make(chan struct{})
 	go func() { l.Run(ctx); close(stopped) }()
 	defer func() { cancel(); <-stopped }()
-	for _, a := range learnedSetup() {
+	for _, a := range clustergen.LearnedSetup() {
 		l.Dispatch(a)
 	}
 	waitFor(b, "ready", l.Ready)
 	s := l.State()
-	ev := learnedEvent(s.Routing.SpeakerGen, n)
+	ev := clustergen.LearnedEvent(s.Routing.SpeakerGen, n)
 	start := time.Now()
 	next := reducer.Reduce(s, ev)
 	effects.Diff(s, next)

@@ -44,12 +44,8 @@ func (f *flakySpeaker) Execute(ctx context.Context, effs []effects.Effect) []sta
 
 func TestFailedCallsAreRetriedUntilApplied(t *testing.T) {
 	sp := &flakySpeaker{failures: 3, failed: map[string]int{}}
-	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp,
+	l := runLoop(t, LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp,
 		Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { l.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
 	srv := httptest.NewServer(Handler(l))
 	defer srv.Close()
 

@@ -79,12 +79,8 @@ func TestVPPErrorsAreRetriedUntilApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: &fakeSpeaker{},
+	l := runLoop(t, LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: &fakeSpeaker{},
 		Dataplane: exec, Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { l.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
 	srv := httptest.NewServer(Handler(l))
 	defer srv.Close()
 

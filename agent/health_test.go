@@ -83,14 +83,11 @@ func (g *gate) open() {
 // healthLoop runs a loop with a 50 ms stuck threshold that waits at g
 // when it publishes a State (a Published function runs within the step).
 func healthLoop(t *testing.T, sp effects.Executor, g *gate) (*Loop, *httptest.Server) {
-	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp,
+	l := runLoop(t, LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp,
 		Secrets: &fakeSecrets{watched: map[string]bool{}}, Log: discardLogger(), StuckAfter: 50 * time.Millisecond,
 		Published: []func(state.State){func(state.State) { g.wait() }}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { l.Run(ctx); close(done) }()
 	srv := httptest.NewServer(Handler(l))
-	t.Cleanup(func() { g.open(); srv.Close(); cancel(); <-done })
+	t.Cleanup(func() { g.open(); srv.Close() }) // before runLoop's cleanup: g must not hold the loop
 	return l, srv
 }
 

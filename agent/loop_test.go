@@ -80,14 +80,20 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func startLoop(t *testing.T) (*Loop, *fakeSpeaker, *fakeSecrets) {
-	sp, sec := &fakeSpeaker{}, &fakeSecrets{watched: map[string]bool{}}
-	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp, Secrets: sec,
-		Journal: 100, Log: discardLogger()})
+// runLoop runs a new Loop of cfg until the test ends.
+func runLoop(t testing.TB, cfg LoopConfig) *Loop {
+	l := NewLoop(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+	return l
+}
+
+func startLoop(t *testing.T) (*Loop, *fakeSpeaker, *fakeSecrets) {
+	sp, sec := &fakeSpeaker{}, &fakeSecrets{watched: map[string]bool{}}
+	l := runLoop(t, LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp, Secrets: sec,
+		Journal: 100, Log: discardLogger()})
 	return l, sp, sec
 }
 

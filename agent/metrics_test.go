@@ -51,12 +51,8 @@ func startInspectedLoop(t *testing.T) *Loop {
 func startInspectedLoopWith(t *testing.T) (*Loop, *inspectingSpeaker) {
 	t.Helper()
 	sp := &inspectingSpeaker{}
-	l := NewLoop(LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp,
+	l := runLoop(t, LoopConfig{Initial: state.New("node-a", state.Options{}), Speaker: sp,
 		Secrets: &fakeSecrets{watched: map[string]bool{}}, Journal: 100, Log: discardLogger()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { l.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
 	for _, a := range labActions() {
 		l.Dispatch(a)
 	}

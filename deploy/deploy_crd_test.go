@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/peeragent/peeragent/internal/testrig/fieldcov"
 )
 
 var (
@@ -105,9 +107,7 @@ func TestCRDs(t *testing.T) {
 				specType = specField.Type()
 			}
 			full := reflect.New(specType)
-			if err := fill(full.Elem()); err != nil {
-				t.Fatal(err)
-			}
+			fieldcov.Fill(full.Elem())
 			j, err := json.Marshal(full.Interface())
 			if err != nil {
 				t.Fatal(err)
@@ -156,9 +156,7 @@ func TestCRDs(t *testing.T) {
 // Go type, every field filled (lastUpdated set: a zero time is null).
 func matchStatus(root *jsonSchema) []error {
 	var st calicov3.CalicoNodeStatusStatus
-	if err := fill(reflect.ValueOf(&st).Elem()); err != nil {
-		return []error{err}
-	}
+	fieldcov.Fill(reflect.ValueOf(&st).Elem())
 	st.LastUpdated = metav1.Unix(1, 0)
 	j, err := json.Marshal(st)
 	if err != nil {
@@ -344,38 +342,4 @@ func matchSchema(path string, v any, s *jsonSchema) []error {
 		}
 	}
 	return errs
-}
-
-// fill sets every field reachable from v to a non-zero value (one element
-// per slice), so that its JSON shows every field.
-func fill(v reflect.Value) error {
-	switch v.Kind() {
-	case reflect.Pointer:
-		v.Set(reflect.New(v.Type().Elem()))
-		return fill(v.Elem())
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				if err := fill(v.Field(i)); err != nil {
-					return err
-				}
-			}
-		}
-	case reflect.Slice:
-		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
-		return fill(v.Index(0))
-	case reflect.String:
-		v.SetString("x")
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(1)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(1)
-	case reflect.Float32, reflect.Float64:
-		v.SetFloat(1)
-	default:
-		return fmt.Errorf("fill: unsupported %s", v.Type())
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package effects
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -30,30 +31,14 @@ func TestClassifyCoversEveryNeighborField(t *testing.T) {
 	for _, f := range fields {
 		inTable[f.name] = true
 	}
-	known := map[string]bool{}
-	for _, f := range fieldcov.Of(base) {
-		known[f.Name], known[f.JSON] = true, true
-		if why, ok := notClassified[f.Name]; ok {
-			if inTable[f.JSON] {
-				t.Errorf("%s is in the classify table and in notClassified (%s): pick one", f.Name, why)
+	fieldcov.Form[state.Neighbor]{
+		What: "the classify table", Names: inTable, Omitted: notClassified,
+		Fix: "add it to the fields table (effects/classify.go, with whether it resets the session)",
+		Shows: func(changed state.Neighbor, f fieldcov.Field) error {
+			if got, _ := Classify(&base, &changed); len(got) != 1 || got[0].Field != f.JSON {
+				return fmt.Errorf("Classify lists %v, want one change named %q", got, f.JSON)
 			}
-			continue
-		}
-		changed := fieldcov.Changed(base, f.Name)
-		got, _ := Classify(&base, &changed)
-		if len(got) != 1 || got[0].Field != f.JSON {
-			t.Errorf("changing %s: Classify lists %v, want one change named %q: add it to the fields table "+
-				"(effects/classify.go, with whether it resets the session), or to notClassified with why", f.Name, got, f.JSON)
-		}
-	}
-	for name := range inTable {
-		if !known[name] {
-			t.Errorf("the classify table names %q, which is no field of state.Neighbor (its json name)", name)
-		}
-	}
-	for name := range notClassified {
-		if !known[name] {
-			t.Errorf("notClassified names %s, which state.Neighbor no longer has", name)
-		}
-	}
+			return nil
+		},
+	}.Check(t, base)
 }

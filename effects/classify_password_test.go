@@ -1,7 +1,6 @@
 package effects
 
 import (
-	"crypto/rand"
 	"strings"
 	"testing"
 
@@ -14,8 +13,7 @@ import (
 // collides with the old one's is still a password change that resets the
 // session, and the effect's line names it without either key.
 func TestPasswordRotationSameFingerprint(t *testing.T) {
-	old, cur := fpcollide.Find([]byte("classify-collision-key"), "rotate-")
-	t.Cleanup(func() { state.SetFingerprintKey([]byte(rand.Text())) })
+	old, cur := fpcollide.ForTest(t, []byte("classify-collision-key"), "rotate-")
 	po, pc := state.NewPassword(old), state.NewPassword(cur)
 	if po == pc || po.Fingerprint() != pc.Fingerprint() {
 		t.Fatalf("no collision: %s %s", po, pc)

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 )
 
 // actionTypes make an empty action of each name, for DecodeAction; the
@@ -34,12 +35,7 @@ var actionTypes = withInputActions(map[string]func() Action{
 
 // ActionNames lists every action name, sorted.
 func ActionNames() []string {
-	out := make([]string, 0, len(actionTypes))
-	for k := range actionTypes {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(actionTypes))
 }
 
 // DecodeAction reads one action in its journal form: a JSON object with a

@@ -24,37 +24,11 @@ var pathBookkeeping = map[string]string{
 }
 
 func TestPathEqualCoversEveryField(t *testing.T) {
-	base := fullPath()
-	if !base.Equal(&base) {
-		t.Fatal("a path is not Equal to itself")
-	}
-	for _, f := range fieldcov.Of(base) {
-		changed := fieldcov.Changed(base, f.Name)
-		if base.Equal(&changed) || changed.Equal(&base) {
-			t.Errorf("Path.Equal ignores %s: compare it in Equal (state/paths.go)", f.Name)
-		}
-	}
+	fieldcov.Equal(t, fullPath(), (*state.Path).Equal, "state/paths.go")
 }
 
 func TestPathSameAttrsIgnoresOnlyBookkeeping(t *testing.T) {
 	base := fullPath()
-	seen := map[string]bool{}
-	for _, f := range fieldcov.Of(base) {
-		seen[f.Name] = true
-		changed := fieldcov.Changed(base, f.Name)
-		same := base.SameAttrs(&changed)
-		why, book := pathBookkeeping[f.Name]
-		switch {
-		case book && !same:
-			t.Errorf("SameAttrs notices %s, a bookkeeping field (%s)", f.Name, why)
-		case !book && same:
-			t.Errorf("SameAttrs ignores %s: an attribute the speaker sends must count (state/paths.go), "+
-				"or list it in pathBookkeeping with why", f.Name)
-		}
-	}
-	for name := range pathBookkeeping {
-		if !seen[name] {
-			t.Errorf("pathBookkeeping names %s, which state.Path no longer has", name)
-		}
-	}
+	fieldcov.Ignores(t, base, pathBookkeeping, "SameAttrs", "an attribute the speaker sends must count (state/paths.go)",
+		func(changed state.Path) bool { return !base.SameAttrs(&changed) })
 }

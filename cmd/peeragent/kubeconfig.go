@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 
 	"k8s.io/client-go/rest"
@@ -28,4 +29,12 @@ func restConfig(kubeconfig, context string) (*rest.Config, error) {
 		return nil, fmt.Errorf("no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and no in-cluster config: %w", ierr)
 	}
 	return cfg, nil
+}
+
+// clusterFlags adds to fs the flags of plan and rbac that find the cluster
+// and its Calico objects: --kubeconfig, --context, --calico-api-group.
+func (f *runFlags) clusterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster config)")
+	fs.StringVar(&f.kubeContext, "context", "", "kubeconfig context (default: the current context)")
+	fs.StringVar(&f.group, "calico-api-group", "crd.projectcalico.org/v1", "API group of the Calico objects: crd.projectcalico.org/v1, projectcalico.org/v3 or auto")
 }

@@ -209,10 +209,7 @@ func (p Plan) WriteText(w io.Writer) {
 	for _, e := range p.Effects {
 		fmt.Fprintf(w, "  %s\n", printable(withoutGen(e)))
 	}
-	fmt.Fprintf(w, "\nproblems (%d):\n", len(p.Problems))
-	for _, pr := range p.Problems {
-		fmt.Fprintf(w, "  %s: %s\n", printable(pr.Object), printable(pr.Reason))
-	}
+	writeProblems(w, p.Problems)
 }
 
 func orNone(s string) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"net/netip"
 	"reflect"
 	"testing"
@@ -23,45 +24,29 @@ func TestPlanNeighborCoversEveryNeighborField(t *testing.T) {
 	base := state.Neighbor{Address: netip.MustParseAddr("10.0.0.2"), Port: 179, PeerASN: 65001,
 		LocalASN: 64512, Families: []string{"ipv4-unicast", "ipv6-unicast"}, Filters: []string{"a", "b"}}
 	want := planNeighbor(&base)
-	inPlan := map[string]bool{}
-	for _, f := range fieldcov.Of(PlanNeighbor{}) {
-		inPlan[f.JSON] = true
+	fieldcov.Form[state.Neighbor]{
+		What: "the plan's PlanNeighbor", Names: fieldcov.JSONNames(PlanNeighbor{}), Omitted: notInPlan,
+		Fix: "add it to PlanNeighbor and planNeighbor (cmd/peeragent/plan.go)",
+		Shows: func(changed state.Neighbor, _ fieldcov.Field) error {
+			return unchanged(planNeighbor(&changed), want)
+		},
+	}.Check(t, base)
+}
+
+// unchanged is an error when got, the plan form of a value with one field
+// changed, is still want, the form of the value before.
+func unchanged(got, want any) error {
+	if reflect.DeepEqual(got, want) {
+		return errors.New("its plan form stays the same")
 	}
-	known := map[string]bool{}
-	for _, f := range fieldcov.Of(base) {
-		known[f.Name], known[f.JSON] = true, true
-		if why, ok := notInPlan[f.Name]; ok {
-			if inPlan[f.JSON] {
-				t.Errorf("%s is in PlanNeighbor and in notInPlan (%s): pick one", f.Name, why)
-			}
-			continue
-		}
-		changed := fieldcov.Changed(base, f.Name)
-		if !inPlan[f.JSON] || reflect.DeepEqual(planNeighbor(&changed), want) {
-			t.Errorf("the plan does not show %s: add %q to PlanNeighbor and planNeighbor (cmd/peeragent/plan.go), "+
-				"or list it in notInPlan with why", f.Name, f.JSON)
-		}
-	}
-	for name := range inPlan {
-		if !known[name] {
-			t.Errorf("PlanNeighbor has %q, which is no field of state.Neighbor (its json name)", name)
-		}
-	}
-	for name := range notInPlan {
-		if !known[name] {
-			t.Errorf("notInPlan names %s, which state.Neighbor no longer has", name)
-		}
-	}
+	return nil
 }
 
 // TestStatusReadsNeighborFields: status decodes the /state dump, so each
 // field it reads must be a field of the dumped state.Neighbor; a renamed
 // one would decode as empty and show "-" without an error.
 func TestStatusReadsNeighborFields(t *testing.T) {
-	known := map[string]bool{}
-	for _, f := range fieldcov.Of(state.Neighbor{}) {
-		known[f.JSON] = true
-	}
+	known := fieldcov.JSONNames(state.Neighbor{})
 	for _, f := range fieldcov.Of(statusNeighbor{}) {
 		if !known[f.JSON] {
 			t.Errorf("statusNeighbor reads %q, which state.Neighbor's /state form does not have", f.JSON)
@@ -77,22 +62,12 @@ func TestPlanPathCoversEveryPathField(t *testing.T) {
 		NextHop: netip.MustParseAddr("10.0.0.1"), Communities: []string{"65000:100", "65000:0:7"},
 		Origins: []string{"blockaffinity/a", "pod/ns/p"}}, To: []netip.Addr{netip.MustParseAddr("192.0.2.1")}}
 	want := planPath(base)
-	inPlan := map[string]bool{}
-	for _, f := range fieldcov.Of(PlanPath{}) {
-		inPlan[f.JSON] = true
-	}
-	known := map[string]bool{"to": true}
-	for _, f := range fieldcov.Of(base.Path) {
-		known[f.JSON] = true
-		changed := base
-		changed.Path = fieldcov.Changed(base.Path, f.Name)
-		if !inPlan[f.JSON] || reflect.DeepEqual(planPath(changed), want) {
-			t.Errorf("the plan does not show a path's %s: add %q to PlanPath and planPath (cmd/peeragent/plan.go)", f.Name, f.JSON)
-		}
-	}
-	for name := range inPlan {
-		if !known[name] {
-			t.Errorf("PlanPath has %q, which is no field of state.Path (its json name) nor \"to\"", name)
-		}
-	}
+	names := fieldcov.JSONNames(PlanPath{})
+	delete(names, "to") // AdvertisedPath's own field, beside the Path's
+	fieldcov.Form[state.Path]{
+		What: "the plan's PlanPath", Names: names, Fix: "add it to PlanPath and planPath (cmd/peeragent/plan.go)",
+		Shows: func(changed state.Path, _ fieldcov.Field) error {
+			return unchanged(planPath(state.AdvertisedPath{Path: changed, To: base.To}), want)
+		},
+	}.Check(t, base.Path)
 }

@@ -24,9 +24,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	f := &runFlags{}
 	fs.StringVar(&f.from, "from", "", "manifest directory to plan from; without it, the cluster (--kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.StringVar(&f.node, "node", os.Getenv("NODENAME"), "the node to plan for (default $NODENAME)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster config)")
-	fs.StringVar(&f.kubeContext, "context", "", "kubeconfig context (default: the current context)")
-	fs.StringVar(&f.group, "calico-api-group", "crd.projectcalico.org/v1", "API group of the Calico objects: crd.projectcalico.org/v1, projectcalico.org/v3 or auto")
+	f.clusterFlags(fs)
 	out := fs.String("o", "text", "output format: text or json")
 	failOn := fs.Bool("fail-on-problems", false, "exit 1 when the plan has problems (a --node that no Node names is one)")
 	timeout := fs.Duration("timeout", 30*time.Second, "with a cluster: how long to wait for its lists and the referenced Secrets")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -32,9 +33,7 @@ func rbacCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	f := &runFlags{}
 	fs.StringVar(&f.from, "from", "", "manifest directory to read the BGPPeers and BGPConfigurations from; without it, the cluster (--kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster config)")
-	fs.StringVar(&f.kubeContext, "context", "", "kubeconfig context (default: the current context)")
-	fs.StringVar(&f.group, "calico-api-group", "crd.projectcalico.org/v1", "API group of the Calico objects: crd.projectcalico.org/v1, projectcalico.org/v3 or auto")
+	f.clusterFlags(fs)
 	role := fs.String("role", "peeragent-secrets", "name of the Role and RoleBinding")
 	sa := fs.String("service-account", "peeragent/peeragent", "the agent's ServiceAccount, NAMESPACE/NAME")
 	timeout := fs.Duration("timeout", 30*time.Second, "with a cluster: how long to wait for its lists")
@@ -106,12 +105,7 @@ func referencedSecrets(s state.State) []string {
 			return true
 		})
 	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // secretRBAC is the Role and RoleBinding as YAML, ready for kubectl apply.

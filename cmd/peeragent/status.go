@@ -73,8 +73,13 @@ func WriteStatus(w io.Writer, d statusDump, now time.Time) {
 			countText(c, ok, true), countText(c, ok, false), orDash(n.Password))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nproblems (%d):\n", len(d.Problems))
-	for _, p := range d.Problems {
+	writeProblems(w, d.Problems)
+}
+
+// writeProblems is the problems section of the plan and the status.
+func writeProblems(w io.Writer, problems []state.Problem) {
+	fmt.Fprintf(w, "\nproblems (%d):\n", len(problems))
+	for _, p := range problems {
 		fmt.Fprintf(w, "  %s: %s\n", printable(p.Object), printable(p.Reason))
 	}
 }

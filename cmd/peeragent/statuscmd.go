@@ -226,10 +226,7 @@ func WriteNeighborDetail(w io.Writer, d neighborDetail, now time.Time) {
 		row("speaker", "does not have this neighbor")
 		routesRow(row, d.Routes)
 	}
-	fmt.Fprintf(w, "\nproblems (%d):\n", len(d.Problems))
-	for _, p := range d.Problems {
-		fmt.Fprintf(w, "  %s: %s\n", printable(p.Object), printable(p.Reason))
-	}
+	writeProblems(w, d.Problems)
 }
 
 // routesRow prints the route counts when the speaker's are unknown.

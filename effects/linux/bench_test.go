@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"runtime"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/clustergen"
 	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
 )
@@ -20,44 +20,15 @@ import (
 // learnedSizes: learned /32 prefixes from one peer (docs/routes.md §9.2).
 var learnedSizes = []int{1000, 10000, 100000}
 
-// learnedPrefix is the i-th /32 of 100.64.0.0/10, inside the pool.
-func learnedPrefix(i int) netip.Prefix {
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i>>16), byte(i >> 8), byte(i)}), 32)
-}
-
-// learnedState is node-a (10.0.0.1/24) with node-b (10.0.0.2) in the mesh,
+// learnedState is LearnedSetup reduced: node-a with node-b in the mesh,
 // one flat pool, and the table live on the Linux dataplane with nothing
-// held (docs/routes.md §9.6): what the agent holds before its first
-// best-path event.
+// held.
 func learnedState() state.State {
-	acts := []state.Action{
-		state.SourceSynced{Kind: state.KindBGPConfiguration, Configs: []state.BGPConfiguration{{Name: "default", ASNumber: 64512}}},
-		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{
-			{Name: "node-a", IPv4Address: "10.0.0.1/24"}, {Name: "node-b", IPv4Address: "10.0.0.2/24"}}},
-		state.SourceSynced{Kind: state.KindBGPPeer},
-		state.SourceSynced{Kind: state.KindBGPFilter},
-		state.SourceSynced{Kind: state.KindPod},
-		state.SourceSynced{Kind: state.KindIPPool, Pools: []state.IPPool{
-			{Name: "pods", CIDR: "100.64.0.0/10", IPIPMode: "Never", VXLANMode: "Never"}}},
-		state.SourceSynced{Kind: state.KindBlockAffinity},
-		state.RoutesListed{Dataplane: "linux"},
-	}
 	s := state.New("node-a", state.Options{})
-	for _, a := range acts {
+	for _, a := range clustergen.LearnedSetup() {
 		s = reducer.Reduce(s, a)
 	}
 	return s
-}
-
-// learnedEvent is one best-path event carrying n prefixes via node-b.
-func learnedEvent(n int) state.BestPathsChanged {
-	nb := netip.MustParseAddr("10.0.0.2")
-	ev := state.BestPathsChanged{Gen: 1, Prefixes: make([]state.BestPaths, n)}
-	for i := range ev.Prefixes {
-		ev.Prefixes[i] = state.BestPaths{Prefix: learnedPrefix(i),
-			Paths: []state.LearnedPath{{NextHops: []netip.Addr{nb}, Neighbor: nb}}}
-	}
-	return ev
 }
 
 func heapAlloc() uint64 {
@@ -131,7 +102,7 @@ func installFloor(b *testing.B, n int, cpu *time.Duration) time.Duration {
 	cpu0 := processCPU()
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		p := learnedPrefix(i)
+		p := clustergen.LearnedPrefix(i)
 		r := &netlink.Route{
 			Dst:       &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(32, 32)},
 			Gw:        gw,
@@ -160,7 +131,7 @@ func installAgent(b *testing.B, n int) agentRun {
 	dp := New(ns.h, Options{})
 	s := learnedState()
 	before := heapAlloc()
-	ev := learnedEvent(n)
+	ev := clustergen.LearnedEvent(1, n)
 	var r agentRun
 	cpu0 := processCPU()
 	start := time.Now()
@@ -184,7 +155,7 @@ func installAgent(b *testing.B, n int) agentRun {
 	start = time.Now()
 	s = reducer.ReduceRouteResults(next, applied)
 	r.results = time.Since(start)
-	if e, _ := s.Out.Routes.Get(state.PrefixKey(learnedPrefix(n - 1))); e == nil || e.Phase != state.RoutePhaseApplied {
+	if e, _ := s.Out.Routes.Get(state.PrefixKey(clustergen.LearnedPrefix(n - 1))); e == nil || e.Phase != state.RoutePhaseApplied {
 		b.Fatalf("agent: last route %+v, want applied", e)
 	}
 	ev, effs, res, applied, next = state.BestPathsChanged{}, nil, nil, nil, state.State{}

@@ -140,15 +140,24 @@ func (e *Executor) noteResult(err error) {
 // Replace installs r (normal: see state.NormalRoute) as the owned route of
 // its prefix, unless another protocol holds that key.
 func (e *Executor) Replace(ctx context.Context, r state.Route) error {
-	err := e.replace(ctx, r)
+	return e.result(ctx, e.replace(ctx, r), call{verb: "replace", done: "replaced", key: "route"}, r)
+}
+
+// call names a route call in its error and logs: its verb, its past
+// tense and the log key of what it is called with.
+type call struct{ verb, done, key string }
+
+// result notes a route call's error (noteResult), wraps and logs it as a
+// warning, or logs the success at debug level.
+func (e *Executor) result(ctx context.Context, err error, c call, of fmt.Stringer) error {
 	e.noteResult(err)
 	if err != nil {
-		err = fmt.Errorf("replace route %s: %w", r, err)
+		err = fmt.Errorf("%s route %s: %w", c.verb, of, err)
 		e.log.Warn("kernel route failed", "error", err)
 		return err
 	}
 	if e.log.Enabled(ctx, slog.LevelDebug) { // String is not free: skip it unless logged
-		e.log.Debug("kernel route replaced", "route", r.String())
+		e.log.Debug("kernel route "+c.done, c.key, of.String())
 	}
 	return nil
 }
@@ -204,18 +213,13 @@ func (e *Executor) Delete(ctx context.Context, p netip.Prefix) error {
 	if err == nil {
 		err = e.h.RouteDel(e.key(p))
 	}
-	if err != nil && !absent(err) {
-		e.noteResult(err)
-		err = fmt.Errorf("delete route %s: %w", p, err)
-		e.log.Warn("kernel route failed", "error", err)
-		return err
+	if absent(err) {
+		err = nil
 	}
-	e.noteResult(nil)
-	e.setOwned(p, false)
-	if e.log.Enabled(ctx, slog.LevelDebug) {
-		e.log.Debug("kernel route deleted", "prefix", p.String())
+	if err == nil {
+		e.setOwned(p, false)
 	}
-	return nil
+	return e.result(ctx, err, call{verb: "delete", done: "deleted", key: "prefix"}, p)
 }
 
 // ListOwn dumps the main table's routes of our protocol and metric, both

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/clustergen"
 	"github.com/peeragent/peeragent/internal/testrig/logbuf"
 	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
@@ -27,7 +28,7 @@ func TestBrokenRoutesLogBounded(t *testing.T) {
 	var sink logbuf.Buffer
 	e := New(n.h, Options{Logger: slog.New(slog.NewTextHandler(&sink, nil))})
 	const routes, attempts = 2000, 3
-	ev := learnedEvent(routes)
+	ev := clustergen.LearnedEvent(1, routes)
 	for i := range ev.Prefixes {
 		ev.Prefixes[i].Paths[0].NextHops = []netip.Addr{netip.MustParseAddr("192.0.2.9")}
 	}

@@ -9,9 +9,10 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,12 +67,7 @@ func goDirs(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dirs []string
-	for d := range seen {
-		dirs = append(dirs, d)
-	}
-	sort.Strings(dirs)
-	return dirs
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -1,6 +1,9 @@
 package pmap
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Edit is one change of a batch (Apply): Key bound to Val, or Key removed
 // when Delete is set.
@@ -21,7 +24,7 @@ func (m *Map[V]) Apply(edits []Edit[V]) *Map[V] {
 	if len(edits) == 0 {
 		return m
 	}
-	if !slices.IsSortedFunc(edits, func(a, b Edit[V]) int { return cmpKey(a.Key, b.Key) }) || dupKey(edits) {
+	if !slices.IsSortedFunc(edits, func(a, b Edit[V]) int { return strings.Compare(a.Key, b.Key) }) || dupKey(edits) {
 		for _, e := range edits {
 			if e.Delete {
 				m = m.Delete(e.Key)
@@ -46,16 +49,6 @@ func (m *Map[V]) Apply(edits []Edit[V]) *Map[V] {
 		return m
 	}
 	return &Map[V]{root: root}
-}
-
-func cmpKey(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func dupKey[V any](edits []Edit[V]) bool {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -15,7 +16,7 @@ func randomEdits(rng *rand.Rand, n, space int, sorted bool) []Edit[int] {
 		out = append(out, Edit[int]{Key: fmt.Sprintf("k%03d", rng.IntN(space)), Val: rng.IntN(5), Delete: rng.IntN(3) == 0})
 	}
 	if sorted {
-		slices.SortStableFunc(out, func(a, b Edit[int]) int { return cmpKey(a.Key, b.Key) })
+		slices.SortStableFunc(out, func(a, b Edit[int]) int { return strings.Compare(a.Key, b.Key) })
 		out = slices.CompactFunc(out, func(a, b Edit[int]) bool { return a.Key == b.Key })
 	}
 	return out

@@ -23,49 +23,48 @@ func benchMap(keys []string) *Map[int] {
 	return m
 }
 
-func BenchmarkSet(b *testing.B) {
-	for _, name := range []string{"1e3", "1e5"} {
+// benchSizes runs bench once per size named, with that many keys and a
+// map holding them.
+func benchSizes(b *testing.B, names []string, bench func(b *testing.B, keys []string, m *Map[int])) {
+	for _, name := range names {
 		b.Run(name, func(b *testing.B) {
 			keys := benchKeys(sizes[name])
-			m := benchMap(keys)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				m.Set(keys[i%len(keys)], i) // overwrite: keeps n fixed
-				i++
-			}
+			bench(b, keys, benchMap(keys))
 		})
 	}
+}
+
+func BenchmarkSet(b *testing.B) {
+	benchSizes(b, []string{"1e3", "1e5"}, func(b *testing.B, keys []string, m *Map[int]) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			m.Set(keys[i%len(keys)], i) // overwrite: keeps n fixed
+			i++
+		}
+	})
 }
 
 func BenchmarkGet(b *testing.B) {
-	for _, name := range []string{"1e3", "1e5"} {
-		b.Run(name, func(b *testing.B) {
-			keys := benchKeys(sizes[name])
-			m := benchMap(keys)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				if _, ok := m.Get(keys[i%len(keys)]); !ok {
-					b.Fatal("missing key")
-				}
-				i++
+	benchSizes(b, []string{"1e3", "1e5"}, func(b *testing.B, keys []string, m *Map[int]) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, ok := m.Get(keys[i%len(keys)]); !ok {
+				b.Fatal("missing key")
 			}
-		})
-	}
+			i++
+		}
+	})
 }
 
 func BenchmarkDiff(b *testing.B) {
-	for _, name := range []string{"1e3", "1e5", "1e6"} {
-		b.Run(name, func(b *testing.B) {
-			keys := benchKeys(sizes[name])
-			old := benchMap(keys)
-			k := keys[len(keys)/3]
-			// insert costs more than update: Diff must split at the new key.
-			b.Run("update", func(b *testing.B) { benchDiff(b, old, old.Set(k, -1)) })
-			b.Run("insert", func(b *testing.B) { benchDiff(b, old, old.Set(k+"x", -1)) })
-		})
-	}
+	benchSizes(b, []string{"1e3", "1e5", "1e6"}, func(b *testing.B, keys []string, old *Map[int]) {
+		k := keys[len(keys)/3]
+		// insert costs more than update: Diff must split at the new key.
+		b.Run("update", func(b *testing.B) { benchDiff(b, old, old.Set(k, -1)) })
+		b.Run("insert", func(b *testing.B) { benchDiff(b, old, old.Set(k+"x", -1)) })
+	})
 }
 
 func benchDiff(b *testing.B, old, cur *Map[int]) {

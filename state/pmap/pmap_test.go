@@ -2,6 +2,7 @@ package pmap
 
 import (
 	"fmt"
+	"maps"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -27,16 +28,9 @@ func collect(a, b *Map[int]) []change {
 }
 
 func bruteDiff(a, b map[string]int) []change {
-	keys := make([]string, 0, len(a)+len(b))
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(a)), maps.Keys(b))
 	slices.Sort(keys)
+	keys = slices.Compact(keys) // a key of both maps is there twice
 	var out []change
 	for _, k := range keys {
 		o, ho := a[k]
@@ -141,12 +135,7 @@ func TestCRUD(t *testing.T) {
 			if _, ok := m.Get("missing"); ok {
 				t.Error("Get(missing) reported present")
 			}
-			want := make([]string, 0, len(tc.want))
-			for k := range tc.want {
-				want = append(want, k)
-			}
-			slices.Sort(want)
-			if got := m.Keys(); !slices.Equal(got, want) {
+			if got, want := m.Keys(), slices.Sorted(maps.Keys(tc.want)); !slices.Equal(got, want) {
 				t.Errorf("Keys = %q, want %q", got, want)
 			}
 		})

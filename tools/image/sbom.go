@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -138,12 +139,7 @@ func sbom(version string, ref name.Tag, index v1.Hash, arches, bins []string) (s
 		Relationships: []spdxRelationship{{"SPDXRef-DOCUMENT", "DESCRIBES", root.SPDXID},
 			{root.SPDXID, "CONTAINS", stdlib.SPDXID}},
 	}
-	keys := make([]string, 0, len(mods))
-	for k := range mods {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(mods)) {
 		m := mods[k]
 		p := pkg(m.path, m.version, "LIBRARY")
 		if h, ok := strings.CutPrefix(m.sum, "h1:"); ok {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/peeragent/peeragent/internal/testrig/daemon"
 )
 
 // pollInterval is how often the Wait methods ask BIRD.
@@ -42,21 +44,10 @@ func (b *Bird) WaitEstablished(ctx context.Context, name string) (ProtocolState,
 // WaitProtocol polls the named protocol until ok holds for it, as
 // WaitEstablished does for Established.
 func (b *Bird) WaitProtocol(ctx context.Context, name string, ok func(ProtocolState) bool) (ProtocolState, error) {
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		p, err := b.Protocol(name)
-		if err == nil && ok(p) {
-			return p, nil
-		}
-		if exited, werr := b.Exited(); exited {
-			return p, fmt.Errorf("birdtest: %s exited (%v) while waiting for %s", b, werr, name)
-		}
-		select {
-		case <-ctx.Done():
-			return p, fmt.Errorf("birdtest: %s: waiting for %s: %w; last seen: %s (query error: %v)",
-				b, name, ctx.Err(), p, err)
-		case <-tick.C:
-		}
+	get := func() (ProtocolState, error) { return b.Protocol(name) }
+	p, err := daemon.Poll(ctx, b.proc, pollInterval, get, ok)
+	if err != nil {
+		return p, fmt.Errorf("birdtest: %s: waiting for %s: %w", b, name, err)
 	}
+	return p, nil
 }

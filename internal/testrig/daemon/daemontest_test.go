@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -209,5 +210,31 @@ func TestDependencyMissing(t *testing.T) {
 		if e.ended != tc.want {
 			t.Errorf("CI=%q: %q, want %q", tc.ci, e.ended, tc.want)
 		}
+	}
+}
+
+// TestPoll: Poll returns the first value ok accepts; it fails with the
+// last value seen when the process exits or the context ends first.
+func TestPoll(t *testing.T) {
+	p, _ := sh(t, "exec sleep 30")
+	n := 0
+	count := func() (int, error) { n++; return n, nil }
+	got, err := Poll(context.Background(), p, time.Millisecond, count, func(v int) bool { return v == 3 })
+	if got != 3 || err != nil {
+		t.Fatalf("Poll = %d, %v; want 3", got, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = Poll(ctx, p, time.Millisecond, func() (string, error) { return "v", errors.New("no") },
+		func(string) bool { return true })
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.HasSuffix(err.Error(), "; last seen: v (query error: no)") {
+		t.Fatalf("Poll = %v, want the deadline with the last value and error", err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	got, err = Poll(context.Background(), p, time.Millisecond, count, func(int) bool { return false })
+	if got != 4 || err == nil || err.Error() != "sh exited (signal: killed)" {
+		t.Fatalf("Poll = %d, %v; want 4, sh exited (signal: killed)", got, err)
 	}
 }

@@ -2,7 +2,7 @@
 // frr, kube) share: running a program in the foreground of a test
 // with its output captured (Start, Process, LogBuffer), stopping it with
 // SIGTERM then SIGKILL, waiting for it to answer within a deadline
-// (Process.WaitReady), finding its binary (LookPath, Executable), skipping
+// (Process.WaitReady) or for what it says to hold (Poll), finding its binary (LookPath, Executable), skipping
 // a test loudly when it is missing, or failing it under CI=true
 // (Dependency), and the files and ports it needs (WriteFileAtomic,
 // SocketDir, FreePort).

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -116,5 +117,28 @@ func (p *Process) WaitReady(timeout time.Duration, what string, ready func() err
 			return fmt.Errorf("%s did not answer within %v: %w", what, timeout, err)
 		}
 		time.Sleep(readyPoll)
+	}
+}
+
+// Poll calls get every interval until ok holds for the value it returns,
+// and returns that value. It fails when p exits first ("NAME exited
+// (STATUS)") or when ctx ends ("CTX ERROR; last seen: VALUE (query error:
+// ERR)", wrapping ctx's error), returning the last value seen.
+func Poll[S any](ctx context.Context, p *Process, interval time.Duration, get func() (S, error), ok func(S) bool) (S, error) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		v, err := get()
+		if err == nil && ok(v) {
+			return v, nil
+		}
+		if exited, status := p.Exited(); exited {
+			return v, fmt.Errorf("%s exited (%v)", p.name, status)
+		}
+		select {
+		case <-ctx.Done():
+			return v, fmt.Errorf("%w; last seen: %v (query error: %v)", ctx.Err(), v, err)
+		case <-tick.C:
+		}
 	}
 }

@@ -3,7 +3,10 @@
 // time, so that a test can prove that Equal, the classify table, the GoBGP
 // mapping and the plan form each notice every field, or say in a table why
 // they ignore it. Without it, a new field that one of those hand-written
-// lists forgets fails silently (docs/design.md, "Adding a setting").
+// lists forgets fails silently (docs/design.md, "Adding a setting"). The
+// guards' shared checks are in guard.go: Equal (a hand-written Equal),
+// Ignores (a comparison that may ignore listed fields) and Form (a table
+// or output type listing the fields by JSON name).
 package fieldcov
 
 import (

@@ -3,6 +3,7 @@ package fieldcov
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -56,5 +57,31 @@ func TestLeavesAndWithLeaf(t *testing.T) {
 	}
 	if p := WithContainersAny(outer{}, "P.B").(outer); p.P == nil || p.P.B != nil {
 		t.Errorf("WithContainersAny(P.B) = %+v, want P made and B nil", p.P)
+	}
+}
+
+// TestFill: Fill sets every exported field, through pointers, slices and
+// maps, where NonZero sets a struct's first field only; a struct with no
+// exported field (time.Time) stays zero.
+func TestFill(t *testing.T) {
+	type inner struct{ X, Y int }
+	type outer struct {
+		A string
+		B *inner
+		C []inner
+		D map[string]inner
+		E time.Time
+		f int
+	}
+	var got outer
+	Fill(reflect.ValueOf(&got).Elem())
+	want := outer{A: "x", B: &inner{1, 1}, C: []inner{{1, 1}}, D: map[string]inner{"x": {1, 1}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Fill = %+v, want %+v", got, want)
+	}
+	var first outer
+	NonZero(reflect.ValueOf(&first).Elem())
+	if !reflect.DeepEqual(first, outer{A: "x"}) {
+		t.Errorf("NonZero = %+v, want only A set", first)
 	}
 }

@@ -152,7 +152,14 @@ func setPath(v reflect.Value, segs []string, leaf bool) {
 // map of one entry {"x": non-zero}, a struct with its first field
 // non-zero. It panics on a type it does not know, so a guard cannot pass
 // by not setting.
-func NonZero(v reflect.Value) {
+func NonZero(v reflect.Value) { nonZero(v, false) }
+
+// Fill is NonZero setting every exported field of a struct, not only its
+// first, so that the JSON form of v shows every field; a struct without
+// one (time.Time) stays as it is.
+func Fill(v reflect.Value) { nonZero(v, true) }
+
+func nonZero(v reflect.Value, every bool) {
 	switch v.Kind() {
 	case reflect.Bool:
 		v.SetBool(true)
@@ -166,25 +173,33 @@ func NonZero(v reflect.Value) {
 		v.SetString("x")
 	case reflect.Pointer:
 		p := reflect.New(v.Type().Elem())
-		NonZero(p.Elem())
+		nonZero(p.Elem(), every)
 		v.Set(p)
 	case reflect.Slice:
 		s := reflect.MakeSlice(v.Type(), 1, 1)
-		NonZero(s.Index(0))
+		nonZero(s.Index(0), every)
 		v.Set(s)
 	case reflect.Map:
 		m := reflect.MakeMap(v.Type())
 		k := reflect.New(v.Type().Key()).Elem()
-		NonZero(k)
+		nonZero(k, every)
 		e := reflect.New(v.Type().Elem()).Elem()
-		NonZero(e)
+		nonZero(e, every)
 		m.SetMapIndex(k, e)
 		v.Set(m)
 	case reflect.Struct:
+		if every {
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					nonZero(v.Field(i), true)
+				}
+			}
+			return
+		}
 		if v.NumField() == 0 || !v.Type().Field(0).IsExported() {
 			panic(fmt.Sprintf("fieldcov: cannot make a non-zero %s", v.Type()))
 		}
-		NonZero(v.Field(0))
+		nonZero(v.Field(0), false)
 	default:
 		panic(fmt.Sprintf("fieldcov: cannot make a non-zero %s", v.Type()))
 	}

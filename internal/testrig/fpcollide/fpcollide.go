@@ -5,10 +5,19 @@
 package fpcollide
 
 import (
+	"crypto/rand"
 	"fmt"
+	"testing"
 
 	"github.com/peeragent/peeragent/state"
 )
+
+// ForTest is Find for t: a cleanup gives the process a new random
+// fingerprint key when t ends, so no later test runs under key.
+func ForTest(t testing.TB, key []byte, prefix string) (a, b string) {
+	t.Cleanup(func() { state.SetFingerprintKey([]byte(rand.Text())) })
+	return Find(key, prefix)
+}
 
 // Find sets the fingerprint key to key (state.SetFingerprintKey: the
 // whole process's) and returns two different passwords, each starting

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/peeragent/peeragent/internal/testrig/daemon"
 )
 
 // pollInterval is how often the Wait methods ask bgpd.
@@ -199,21 +201,10 @@ func (f *FRR) WaitEstablished(ctx context.Context, addr netip.Addr) (NeighborSta
 // WaitNeighbor polls the neighbor until ok holds for it, as
 // WaitEstablished does for Established.
 func (f *FRR) WaitNeighbor(ctx context.Context, addr netip.Addr, ok func(NeighborState) bool) (NeighborState, error) {
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		n, err := f.Neighbor(addr)
-		if err == nil && ok(n) {
-			return n, nil
-		}
-		if exited, werr := f.Exited(); exited {
-			return n, fmt.Errorf("frrtest: %s exited (%v) while waiting for %v", f, werr, addr)
-		}
-		select {
-		case <-ctx.Done():
-			return n, fmt.Errorf("frrtest: %s: waiting for %v: %w; last seen: %s (query error: %v)",
-				f, addr, ctx.Err(), n, err)
-		case <-tick.C:
-		}
+	get := func() (NeighborState, error) { return f.Neighbor(addr) }
+	n, err := daemon.Poll(ctx, f.proc, pollInterval, get, ok)
+	if err != nil {
+		return n, fmt.Errorf("frrtest: %s: waiting for %v: %w", f, addr, err)
 	}
+	return n, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -177,13 +178,8 @@ func (c *Capture) Streams() ([][]byte, error) {
 }
 
 func (s *tcpStream) bytes() []byte {
-	offs := make([]uint32, 0, len(s.segs))
-	for o := range s.segs {
-		offs = append(offs, o)
-	}
-	slices.Sort(offs)
 	var b []byte
-	for _, o := range offs {
+	for _, o := range slices.Sorted(maps.Keys(s.segs)) {
 		seg := s.segs[o]
 		if int(o) > len(b) {
 			break // a gap: what follows cannot be placed

@@ -72,11 +72,8 @@ func TestCaptureReassembles(t *testing.T) {
 func TestCaptureOnTheWire(t *testing.T) {
 	a, b := Pair(t, netip.MustParsePrefix("fd00:38::1/64"), netip.MustParsePrefix("fd00:38::2/64"))
 	capture := CaptureTCP(t, b.NS, b.Dev, a.Addr.Addr())
-	var l net.Listener
-	if err := Do(b.NS, func() (err error) {
-		l, err = net.Listen("tcp", "[::]:0")
-		return err
-	}); err != nil {
+	l, err := Listen(b.NS, "tcp", "[::]:0")
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()

@@ -20,7 +20,8 @@
 //     namespace must be stopped by their own cleanups (registered later,
 //     so they run first).
 //   - Do(ns, f) runs f with its thread in a namespace, so the sockets f
-//     opens (a listener, a client's dial, a raw socket) live there.
+//     opens (a listener, a client's dial, a raw socket) live there;
+//     Listen(ns, network, address) is net.Listen that way.
 //   - CaptureTCP(t, ns, dev, from) records what an address sends over TCP
 //     on a device, per connection, reassembled from the SYN on, through a
 //     packet socket: the bytes on the wire, before any peer parses them
@@ -32,6 +33,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -206,4 +208,15 @@ func Do(ns string, f func() error) error {
 	}
 	runtime.UnlockOSThread()
 	return ferr
+}
+
+// Listen is net.Listen inside the named namespace: the listener stays in
+// it after the call returns.
+func Listen(ns, network, address string) (net.Listener, error) {
+	var l net.Listener
+	err := Do(ns, func() (err error) {
+		l, err = net.Listen(network, address)
+		return err
+	})
+	return l, err
 }

@@ -50,11 +50,8 @@ func TestPair(t *testing.T) {
 		if !a.LinkLocal.IsLinkLocalUnicast() || !b.LinkLocal.IsLinkLocalUnicast() || a.LinkLocal == b.LinkLocal {
 			t.Fatalf("link-local addresses %v and %v", a.LinkLocal, b.LinkLocal)
 		}
-		var l net.Listener
-		if err := Do(b.NS, func() (err error) {
-			l, err = net.Listen("tcp", "[::]:0")
-			return err
-		}); err != nil {
+		l, err := Listen(b.NS, "tcp", "[::]:0")
+		if err != nil {
 			t.Fatal(err)
 		}
 		defer l.Close()
