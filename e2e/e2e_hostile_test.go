@@ -21,6 +21,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	testnetns "github.com/peeragent/peeragent/internal/testrig/netns"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -288,11 +289,8 @@ type hostileSpeaker struct {
 
 func startHostile(t *testing.T, ns string) *hostileSpeaker {
 	t.Helper()
-	var ln net.Listener
-	if err := inNS(ns, func() (err error) {
-		ln, err = net.Listen("tcp", ":179")
-		return err
-	}); err != nil {
+	ln, err := testnetns.Listen(ns, "tcp", ":179")
+	if err != nil {
 		t.Fatal(err)
 	}
 	sp := &hostileSpeaker{sent: map[string]bool{}}

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/peeragent/peeragent/internal/testrig/daemon"
+	testnetns "github.com/peeragent/peeragent/internal/testrig/netns"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -310,34 +310,9 @@ func ipCmd(t *testing.T, ctx context.Context, args ...string) {
 	}
 }
 
-// inNS runs f on a thread switched into the named namespace: sockets f
-// opens stay in that namespace. The thread goes back before it is
-// released; if it cannot, it stays locked and ends with its goroutine.
-func inNS(name string, f func() error) error {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	target, err := netns.GetFromName(name)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer target.Close()
-	if err := netns.Set(target); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	ferr := f()
-	if err := netns.Set(orig); err != nil {
-		return fmt.Errorf("back from namespace %s: %w", name, err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
-}
+// inNS runs f on a thread switched into the named namespace (sockets f
+// opens stay in it): the netns rig's Do.
+var inNS = testnetns.Do
 
 func nsHandle(t *testing.T, name string) *netlink.Handle {
 	t.Helper()
