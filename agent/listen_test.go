@@ -110,13 +110,7 @@ func TestServeNeverEvictsARequest(t *testing.T) {
 			}
 			slow <- err
 		}()
-		deadline := time.Now().Add(10 * time.Second)
-		for busy() < i+1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("slow request %d never ran", i+1)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitFor(t, fmt.Sprintf("slow request %d to run", i+1), func() bool { return busy() >= i+1 })
 	}
 	fast := make(chan error, 1)
 	go func() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/internal/testrig/probe"
+	"github.com/peeragent/peeragent/internal/testrig/wait"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -69,15 +70,10 @@ func labActions() []state.Action {
 	}
 }
 
+// waitFor waits up to 10 s for cond.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.Until(t, what, 10*time.Second, cond)
 }
 
 // runLoop runs a new Loop of cfg until the test ends.

@@ -15,6 +15,7 @@ import (
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/internal/testrig/fakespeaker"
+	"github.com/peeragent/peeragent/internal/testrig/wait"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -56,13 +57,7 @@ func startStatusAgent(t *testing.T) string {
 	} {
 		loop.Dispatch(a)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !loop.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("agent not ready")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.Until(t, "the agent ready", 10*time.Second, loop.Ready)
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 

@@ -1,6 +1,7 @@
 package frr
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -90,13 +91,8 @@ func (c Config) clone() Config {
 	return c
 }
 
-// routerID is the effective router ID.
-func (c Config) routerID() netip.Addr {
-	if c.RouterID.IsValid() {
-		return c.RouterID
-	}
-	return c.Address
-}
+// routerID is the effective router ID: RouterID, else Address.
+func (c Config) routerID() netip.Addr { return cmp.Or(c.RouterID, c.Address) }
 
 // Validate reports the first problem that would stop bgpd from running the
 // config, in words closer to the Config than FRR's parser errors.
