@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
@@ -284,7 +283,7 @@ var errNoCluster = errors.New("no cluster: give --from DIR, or run in a cluster 
 // the server's discovery): the source reads through them and the status
 // reporter writes through them.
 type kubeClients struct {
-	client kubernetes.Interface
+	client *watch.TypedClient
 	dyn    dynamic.Interface
 	group  string // watch.GroupCRD or watch.GroupV3
 }
@@ -294,7 +293,7 @@ func newKubeClients(f *runFlags) (*kubeClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", errNoCluster, err)
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := watch.NewTypedClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
@@ -302,7 +301,7 @@ func newKubeClients(f *runFlags) (*kubeClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	group, err := watch.ResolveGroup(client.Discovery(), f.group)
+	group, err := watch.ResolveGroup(client, f.group)
 	if err != nil {
 		return nil, err
 	}
