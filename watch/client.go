@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -49,9 +50,11 @@ type TypedClient struct {
 	core, discovery rest.Interface
 }
 
-// clientScheme holds the only groups the agent decodes typed: core/v1,
-// discovery/v1, and meta/v1's options and watch events.
-var clientScheme = func() *runtime.Scheme {
+// clientSchemes are the scheme of the only groups the agent decodes
+// typed (core/v1, discovery/v1, and meta/v1's options and watch events),
+// its codecs and parameter codec; made on first use, so that a
+// manifest-directory run never builds them.
+var clientSchemes = sync.OnceValue(func() schemeCodecs {
 	s := runtime.NewScheme()
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, discoveryv1.AddToScheme} {
@@ -59,17 +62,14 @@ var clientScheme = func() *runtime.Scheme {
 			panic(err)
 		}
 	}
-	return s
-}()
+	return schemeCodecs{scheme: s, codecs: serializer.NewCodecFactory(s), params: runtime.NewParameterCodec(s)}
+})
 
-var (
-	clientCodecs    = serializer.NewCodecFactory(clientScheme)
-	clientParameter = runtime.NewParameterCodec(clientScheme)
-)
-
-// ClientScheme is the scheme of TypedClient's groups, for an
-// EventRecorder of objects of those groups.
-func ClientScheme() *runtime.Scheme { return clientScheme }
+type schemeCodecs struct {
+	scheme *runtime.Scheme
+	codecs serializer.CodecFactory
+	params runtime.ParameterCodec
+}
 
 // NewTypedClient makes the client over cfg, one HTTP client shared by both
 // groups and, when cfg sets QPS and no rate limiter, one rate limiter, as
@@ -104,41 +104,42 @@ func NewTypedClient(cfg *rest.Config) (*TypedClient, error) {
 func groupClient(c rest.Config, h *http.Client, path string, gv schema.GroupVersion) (rest.Interface, error) {
 	c.GroupVersion = &gv
 	c.APIPath = path
-	c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(clientScheme, clientCodecs).WithoutConversion()
+	sc := clientSchemes()
+	c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(sc.scheme, sc.codecs).WithoutConversion()
 	return rest.RESTClientForConfigAndClient(&c, h)
 }
 
 // Nodes implements Client.
 func (c *TypedClient) Nodes() Lister[*corev1.NodeList] {
-	return gentype.NewClientWithList("nodes", c.core, clientParameter, "",
+	return gentype.NewClientWithList("nodes", c.core, clientSchemes().params, "",
 		func() *corev1.Node { return &corev1.Node{} }, func() *corev1.NodeList { return &corev1.NodeList{} },
 		gentype.PrefersProtobuf[*corev1.Node]())
 }
 
 // Pods implements Client.
 func (c *TypedClient) Pods(namespace string) Lister[*corev1.PodList] {
-	return gentype.NewClientWithList("pods", c.core, clientParameter, namespace,
+	return gentype.NewClientWithList("pods", c.core, clientSchemes().params, namespace,
 		func() *corev1.Pod { return &corev1.Pod{} }, func() *corev1.PodList { return &corev1.PodList{} },
 		gentype.PrefersProtobuf[*corev1.Pod]())
 }
 
 // Secrets implements Client.
 func (c *TypedClient) Secrets(namespace string) Lister[*corev1.SecretList] {
-	return gentype.NewClientWithList("secrets", c.core, clientParameter, namespace,
+	return gentype.NewClientWithList("secrets", c.core, clientSchemes().params, namespace,
 		func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} },
 		gentype.PrefersProtobuf[*corev1.Secret]())
 }
 
 // Services implements Client.
 func (c *TypedClient) Services(namespace string) Lister[*corev1.ServiceList] {
-	return gentype.NewClientWithList("services", c.core, clientParameter, namespace,
+	return gentype.NewClientWithList("services", c.core, clientSchemes().params, namespace,
 		func() *corev1.Service { return &corev1.Service{} }, func() *corev1.ServiceList { return &corev1.ServiceList{} },
 		gentype.PrefersProtobuf[*corev1.Service]())
 }
 
 // EndpointSlices implements Client.
 func (c *TypedClient) EndpointSlices(namespace string) Lister[*discoveryv1.EndpointSliceList] {
-	return gentype.NewClientWithList("endpointslices", c.discovery, clientParameter, namespace,
+	return gentype.NewClientWithList("endpointslices", c.discovery, clientSchemes().params, namespace,
 		func() *discoveryv1.EndpointSlice { return &discoveryv1.EndpointSlice{} },
 		func() *discoveryv1.EndpointSliceList { return &discoveryv1.EndpointSliceList{} },
 		gentype.PrefersProtobuf[*discoveryv1.EndpointSlice]())

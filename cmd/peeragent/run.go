@@ -138,7 +138,8 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	}
 	var loop *agent.Loop
 	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: gobgpLevel(f.flagLevel()),
-		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI, Report: func(a state.Action) { loop.Dispatch(a) }})
+		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI, Report: func(a state.Action) { loop.Dispatch(a) },
+		Families: speakerFamilies(f.opts().ExtraFamilies)})
 	follow := newLevelFollower(f.flagLevel(), f.level, speaker.SetGoBGPLevel, log)
 	defer speaker.Close()
 	dpExec, dp, err := newDataplane(f, log)
@@ -321,4 +322,12 @@ func newKube(f *runFlags, log *slog.Logger) (source, error) {
 		return nil, err
 	}
 	return kc.source(f, log)
+}
+
+// speakerFamilies are the families of the speaker's RIB: those the reducer
+// may give a neighbor (unicast of its address family and the extra
+// families of that family, reducer/settings.go), not every family GoBGP
+// knows (a table each, of 2,048 shards, in each of its two RIBs).
+func speakerFamilies(extra []string) []string {
+	return append([]string{"ipv4-unicast", "ipv6-unicast"}, extra...)
 }

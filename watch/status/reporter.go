@@ -67,7 +67,7 @@ func New(cfg Config) (*Reporter, error) {
 	var b record.EventBroadcaster
 	if cfg.Recorder == nil {
 		b = record.NewBroadcaster()
-		cfg.Recorder = b.NewRecorder(eventScheme, corev1.EventSource{Component: "peeragent", Host: cfg.Node})
+		cfg.Recorder = b.NewRecorder(eventScheme(), corev1.EventSource{Component: "peeragent", Host: cfg.Node})
 		b.StartRecordingToSink(cfg.Events)
 	}
 	if cfg.EventGap <= 0 {
@@ -87,13 +87,14 @@ func New(cfg Config) (*Reporter, error) {
 // eventScheme is the recorder's: its Events name objects by
 // ObjectReference, so core/v1 is the only group it needs (the full
 // clientset's scheme registers every group at start).
-var eventScheme = func() *runtime.Scheme {
+// Made on first use: a manifest-directory run reports nothing.
+var eventScheme = sync.OnceValue(func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := corev1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
-}()
+})
 
 // Observe is an agent.LoopConfig Published observer: it keeps s as the
 // latest State and wakes Run, never blocking the loop.
