@@ -22,7 +22,7 @@ func (t *tx) reduceInput(kind state.Kind, a state.Action) bool {
 	case state.KindBGPPeer:
 		ok = apply(t, take(state.PeerInput, a, in.Peers), (*tx).upsertPeer, (*tx).deletePeer)
 	case state.KindBGPConfiguration:
-		ok = apply(t, take(state.ConfigInput, a, in.Configs), (*tx).upsertConfig, (*tx).deleteConfig)
+		ok = apply(t, withRejected(take(state.ConfigInput, a, in.Configs), a, in.RejectedConfigs), (*tx).upsertConfig, (*tx).deleteConfig)
 	case state.KindBGPFilter:
 		ok = apply(t, take(state.FilterInput, a, in.Filters), (*tx).upsertFilter, (*tx).deleteFilter)
 	case state.KindNode:
@@ -80,6 +80,31 @@ func takeList[T, E any, U, D state.Action](k *state.InputKind[T, U, D], s state.
 	held.Range(func(key string, _ E) bool {
 		if !seen[key] {
 			c.deletes = append(c.deletes, key)
+		}
+		return true
+	})
+	return c
+}
+
+// withRejected adds to a complete list's deletions the configurations it
+// does not name that were only ever invalid: they are held in
+// RejectedConfigs, not in Configs, and a list that leaves them out deletes
+// them as it deletes any other object (golden
+// bad-config-default-invalid-relisted-away).
+func withRejected(c change[state.BGPConfiguration], a state.Action, rejected *pmap.Map[*state.BGPConfiguration]) change[state.BGPConfiguration] {
+	if _, list := a.(state.SourceSynced); !list || !c.ok {
+		return c
+	}
+	listed := make(map[string]bool, len(c.upserts)+len(c.deletes))
+	for i := range c.upserts {
+		listed[c.upserts[i].Name] = true
+	}
+	for _, name := range c.deletes {
+		listed[name] = true // deleted already: deleteConfig drops its rejected version too
+	}
+	rejected.Range(func(name string, _ *state.BGPConfiguration) bool {
+		if !listed[name] {
+			c.deletes = append(c.deletes, name)
 		}
 		return true
 	})

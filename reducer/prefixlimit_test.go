@@ -55,6 +55,40 @@ func TestPrefixLimitProblem(t *testing.T) {
 	}
 }
 
+// TestPrefixLimitProblemSaysWhatToRaise: a BGPPeer's neighbor over its
+// limit names both knobs, the flag and the BGPPeer's annotation; a mesh
+// neighbor, which has no BGPPeer to annotate, names the flag alone.
+func TestPrefixLimitProblemSaysWhatToRaise(t *testing.T) {
+	s := state.New("node-a", state.Options{MaxPrefixes: 500})
+	for _, a := range []state.Action{
+		state.SourceSynced{Kind: state.KindNode, Nodes: []state.Node{
+			{Name: "node-a", IPv4Address: "10.0.0.1/24"}, {Name: "node-b", IPv4Address: "10.0.0.2/24"}}},
+		state.SourceSynced{Kind: state.KindBGPPeer, Peers: []state.BGPPeer{{Name: "tor-a", PeerIP: "192.0.2.1", ASNumber: 65001}}},
+		state.SourceSynced{Kind: state.KindBGPConfiguration},
+		state.SourceSynced{Kind: state.KindBGPFilter},
+	} {
+		s = Reduce(s, a)
+	}
+	for addr, want := range map[string]string{
+		"192.0.2.1": "(raise --max-prefixes or the BGPPeer's annotation " + state.AnnotationMaxPrefixes + ", or fix the peer)",
+		"10.0.0.2":  "(raise --max-prefixes, or fix the peer)",
+	} {
+		s = Reduce(s, state.SessionStateChanged{Address: netip.MustParseAddr(addr), State: "idle", Reason: state.PrefixLimitReason})
+		var got []string
+		s.Out.Problems.Range(func(k string, ps []state.Problem) bool {
+			for _, p := range ps {
+				if strings.HasPrefix(k, "prefixlimit/") && strings.Contains(p.Reason, addr+" ") {
+					got = append(got, p.Reason)
+				}
+			}
+			return true
+		})
+		if len(got) != 1 || !strings.HasSuffix(got[0], want) {
+			t.Errorf("%s: problems %q, want one ending %q", addr, got, want)
+		}
+	}
+}
+
 // TestMaxPrefixesAnnotation: the BGPPeer annotation overrides --max-prefixes
 // for its neighbor (docs/routes.md §9.9) when it is a whole number from 1
 // to 4294967295; any other text is a problem naming the BGPPeer and the

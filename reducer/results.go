@@ -3,6 +3,7 @@ package reducer
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/peeragent/peeragent/state"
@@ -175,9 +176,13 @@ func (t *tx) prefixLimit(k string, a state.SessionStateChanged) {
 		if !ok {
 			return
 		}
+		raise := "--max-prefixes" // the mesh: no BGPPeer to annotate
+		if strings.HasPrefix(n.Origin, "bgppeer/") {
+			raise += " or the BGPPeer's annotation " + state.AnnotationMaxPrefixes
+		}
 		t.setProblems("prefixlimit/"+k, []state.Problem{{Object: n.Origin, Reason: fmt.Sprintf(
-			"neighbor %s sent more than %d routes of a family: session held down (raise --max-prefixes or the BGPPeer's annotation "+state.AnnotationMaxPrefixes+", or fix the peer)",
-			n.Address, n.MaxPrefixes)}})
+			"neighbor %s sent more than %d routes of a family: session held down (raise %s, or fix the peer)",
+			n.Address, n.MaxPrefixes, raise)}})
 	}
 }
 
