@@ -2,7 +2,10 @@ package gobgp
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 
 	api "github.com/osrg/gobgp/v4/api"
 
@@ -44,7 +47,7 @@ func (r reflector) sameRR(o reflector) bool {
 // addPeer configures a neighbor; one that is already there is updated
 // instead, so that AddPeer is idempotent.
 func (e *Executor) addPeer(ctx context.Context, n *state.Neighbor) error {
-	p, err := peerFor(n)
+	p, err := e.peerFor(n)
 	if err != nil {
 		return err
 	}
@@ -61,6 +64,19 @@ func (e *Executor) addPeer(ctx context.Context, n *state.Neighbor) error {
 		return e.update(ctx, n.Address, p)
 	}
 	return err
+}
+
+// peerFor is the package's peerFor, refusing a family the speaker's RIB
+// lacks (Options.Families): GoBGP would negotiate it and drop its paths.
+func (e *Executor) peerFor(n *state.Neighbor) (*api.Peer, error) {
+	if len(e.families) > 0 {
+		for _, f := range n.Families {
+			if !slices.Contains(e.families, f) {
+				return nil, fmt.Errorf("address family %s is not in the speaker's RIB (%s)", f, strings.Join(e.families, ", "))
+			}
+		}
+	}
+	return peerFor(n)
 }
 
 // add is GoBGP's AddPeer, recorded.
@@ -81,7 +97,7 @@ func (e *Executor) add(ctx context.Context, addr netip.Addr, p *api.Peer) error 
 // whether the change needs a new session (see docs/gobgp-updates.md); an
 // identical config changes nothing.
 func (e *Executor) updatePeer(ctx context.Context, n *state.Neighbor) error {
-	p, err := peerFor(n)
+	p, err := e.peerFor(n)
 	if err != nil {
 		return err
 	}
