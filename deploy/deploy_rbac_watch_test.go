@@ -23,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/peeragent/peeragent/internal/testrig/typedclient"
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
 	"github.com/peeragent/peeragent/watch/status"
@@ -92,7 +93,7 @@ func watcherRequests(t *testing.T, group string) []access {
 	}
 	client := fake.NewClientset()
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds)
-	k, err := watch.NewKube(watch.KubeConfig{Client: client, Dynamic: dyn, Group: group,
+	k, err := watch.NewKube(watch.KubeConfig{Client: typedclient.Of(client), Dynamic: dyn, Group: group,
 		Namespace: secretsNamespace, Node: "node-a", Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -58,12 +57,7 @@ const (
 // the ToR's prefix, and carry an ICMP echo between pod addresses of the two
 // nodes. No problem is reported: the Secret is read by name in kube-system.
 func TestCalicoOverlayEndToEnd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		netnsDep.Missing(t, "!!! NOT ROOT: the plain-Calico test creates network namespaces.")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		netnsDep.Missing(t, "!!! NO ip (iproute2): the plain-Calico test needs it.")
-	}
+	requireNetns(t)
 	birdtest.Require(t)
 	e := clusterStart(t, 4*time.Minute, nil, clusterCRDs)
 	ds, rbac := calicoOverlay(t)
@@ -72,20 +66,11 @@ func TestCalicoOverlayEndToEnd(t *testing.T) {
 	secretsNS := calicoArg(t, ds, "secrets-namespace")
 
 	// The network: A and B (the nodes) and T (the ToR) on one bridge in T.
-	suffix := fmt.Sprintf("%06x", rand.Uint32()&0xffffff)
-	nsA, nsB, nsT := "peeragent-c-a-"+suffix, "peeragent-c-b-"+suffix, "peeragent-c-t-"+suffix
-	for _, ns := range []string{nsA, nsB, nsT} {
-		ipCmd(t, e.ctx, "netns", "add", ns)
-		t.Cleanup(func() {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
-			}
-		})
-	}
+	suffix := nsSuffix()
+	nsA, nsB, nsT := newNS(t, e.ctx, "peeragent-c-a-"+suffix), newNS(t, e.ctx, "peeragent-c-b-"+suffix), newNS(t, e.ctx, "peeragent-c-t-"+suffix)
 	ipCmd(t, e.ctx, "-n", nsT, "link", "add", "br0", "type", "bridge")
 	ipCmd(t, e.ctx, "-n", nsT, "addr", "add", calToR+"/24", "dev", "br0")
 	ipCmd(t, e.ctx, "-n", nsT, "link", "set", "br0", "up")
-	ipCmd(t, e.ctx, "-n", nsT, "link", "set", "lo", "up")
 	for _, s := range []struct{ ns, dev, tdev, addr, pod string }{
 		{nsA, "ca0", "ta0", pingAddrA, pingPodA},
 		{nsB, "cb0", "tb0", pingAddrB, pingPodB},
@@ -93,7 +78,6 @@ func TestCalicoOverlayEndToEnd(t *testing.T) {
 		ipCmd(t, e.ctx, "-n", nsT, "link", "add", s.tdev, "type", "veth", "peer", "name", s.dev, "netns", s.ns)
 		ipCmd(t, e.ctx, "-n", nsT, "link", "set", s.tdev, "master", "br0")
 		ipCmd(t, e.ctx, "-n", nsT, "link", "set", s.tdev, "up")
-		ipCmd(t, e.ctx, "-n", s.ns, "link", "set", "lo", "up")
 		ipCmd(t, e.ctx, "-n", s.ns, "addr", "add", s.pod+"/32", "dev", "lo")
 		ipCmd(t, e.ctx, "-n", s.ns, "addr", "add", s.addr+"/24", "dev", s.dev)
 		ipCmd(t, e.ctx, "-n", s.ns, "link", "set", s.dev, "up")

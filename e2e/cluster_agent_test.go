@@ -54,7 +54,7 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 	if cfg == nil {
 		cfg = e.kc.RESTConfig()
 	}
-	cs, dyn := kubeClients(t, cfg)
+	_, dyn := kubeClients(t, cfg)
 	ns := c.namespace
 	if ns == "" {
 		ns = state.DefaultNamespace
@@ -62,11 +62,15 @@ func (e *clusterEnv) startAgent(c clusterAgentConfig) *clusterAgent {
 	a := &clusterAgent{t: t, e: e, logs: &logbuf.Buffer{},
 		kubeDone: make(chan struct{}), started: time.Now()}
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	group, err := watch.ResolveGroup(cs.Discovery(), c.group) // as run.go's newKubeClients
+	tc, err := watch.NewTypedClient(cfg) // as run.go's newKubeClients
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube, err := watch.NewKube(watch.KubeConfig{Client: cs, Dynamic: dyn, Group: group, Namespace: ns, Node: clusterNode, Log: log})
+	group, err := watch.ResolveGroup(tc, c.group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := watch.NewKube(watch.KubeConfig{Client: tc, Dynamic: dyn, Group: group, Namespace: ns, Node: clusterNode, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	clientretry "k8s.io/client-go/util/retry"
 
 	"github.com/peeragent/peeragent/internal/testrig/kube"
+	"github.com/peeragent/peeragent/watch"
 	"github.com/peeragent/peeragent/watch/status"
 )
 
@@ -49,9 +50,6 @@ type clusterEnv struct {
 // cluster). budget bounds the whole test.
 func clusterStart(t *testing.T, budget time.Duration, opts []kube.Option, crdDirs ...string) *clusterEnv {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("real kube-apiserver and etcd: not in -short")
-	}
 	started := time.Now()
 	kc := kube.Start(t, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
@@ -277,7 +275,11 @@ func (e *clusterEnv) checkServiceAccount(cfg *rest.Config, group, elsewhere stri
 // 1 s Event gap, until the test ends.
 func (e *clusterEnv) startReporter(group string) *status.Reporter {
 	e.t.Helper()
-	rep, err := status.New(status.Config{Dynamic: e.dyn, Events: e.cs, Group: group, Node: clusterNode, Version: "e2e", EventGap: time.Second})
+	tc, err := watch.NewTypedClient(e.kc.RESTConfig()) // as run.go's newKubeClients
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rep, err := status.New(status.Config{Dynamic: e.dyn, Events: tc.Events(), Group: group, Node: clusterNode, Version: "e2e", EventGap: time.Second})
 	if err != nil {
 		e.t.Fatal(err)
 	}

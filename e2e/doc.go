@@ -12,7 +12,7 @@
 // process builds it once per test process (buildAgent); one that runs it
 // in-process uses the library packages (agent, watch, effects/...), never
 // package main. Network tests touch only 127.0.0.0/8, ::1 or namespaces
-// they create, and clean up; every wait is bounded. They skip under
-// -short, and where a daemon, root or the API server is missing (they
-// fail instead under CI=true).
+// they create, and clean up; every wait is bounded. Under -short the
+// whole package is skipped (TestMain); a test skips where a daemon, root
+// or the API server is missing (it fails instead under CI=true).
 package e2e

@@ -117,9 +117,16 @@ type commRoute struct {
 }
 
 func (p *commPeers) birdRoute(t *testing.T, prefix string) commRoute {
-	out, err := p.bird.Exec("show", "route", prefix, "all")
-	if err != nil || !strings.Contains(out, prefix) {
-		return commRoute{}
+	r, _ := birdComm(p.bird, prefix)
+	return r
+}
+
+// birdComm is what BIRD b shows of its route to prefix (and the whole of
+// show route PREFIX all): whether it has one, and its communities.
+func birdComm(b *bird.Bird, prefix string) (commRoute, string) {
+	out, err := b.Exec("show", "route", prefix, "all")
+	if err != nil || !strings.Contains(out, strings.TrimSuffix(prefix, "/32")) {
+		return commRoute{}, out
 	}
 	r := commRoute{have: true}
 	for _, line := range strings.Split(out, "\n") {
@@ -131,7 +138,7 @@ func (p *commPeers) birdRoute(t *testing.T, prefix string) commRoute {
 			r.large = v
 		}
 	}
-	return r
+	return r, out
 }
 
 func (p *commPeers) frrRoute(t *testing.T, prefix string) commRoute {
@@ -233,12 +240,7 @@ func (p *commPeers) checkCommunities(t *testing.T, apply func(with bool)) {
 	p.waitRoutes(t, true)
 }
 
-const commManifestNodes = `apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  annotations: {projectcalico.org/IPv4Address: 127.0.0.1/8}
-`
+var commManifestNodes = nodeYAML("node-a", `projectcalico.org/IPv4Address: 127.0.0.1/8`)
 
 func commManifestConfig(group string, port int, with bool) string {
 	s := fmt.Sprintf(`apiVersion: %s
@@ -295,9 +297,6 @@ status: {phase: Running, podIP: ` + commBorrowed + `, podIPs: [{ip: ` + commBorr
 `
 
 func TestCommunitiesOnTheWireFromManifests(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real BIRD and FRR peers: not in -short")
-	}
 	p := startCommPeers(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "nodes.yaml", commManifestNodes)

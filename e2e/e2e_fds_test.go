@@ -35,9 +35,6 @@ const agentFDLimit = 1024
 // connection on its BGP port, and the agent's descriptors stay under its
 // limit with the BGP reserve free (docs/semantics.md §7).
 func TestListenersSurviveIdleConnectionFlood(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: builds the binary and floods its listeners")
-	}
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < 2*floodConns+500 {
 		t.Skipf("the test itself needs %d descriptors (limit %d, %v)", 2*floodConns+500, lim.Cur, err)

@@ -15,9 +15,6 @@ import (
 // Secret's file (and FRR's key) re-establishes the session with the new
 // password, counted by FRR's own connectionsEstablished.
 func TestAgentFollowsSecretFileRotationWithFRR(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test with FRR")
-	}
 	frr.Require(t)
 	bin := buildAgent(t)
 	dir := t.TempDir()

@@ -6,10 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,12 +46,7 @@ const (
 	grPeerFile     = "bgppeer-bird.yaml"
 )
 
-const grNodes = `apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  annotations: {projectcalico.org/IPv4Address: 192.168.78.1/24}
-`
+var grNodes = nodeYAML("node-a", `projectcalico.org/IPv4Address: 192.168.78.1/24`)
 
 const grBGP = `apiVersion: crd.projectcalico.org/v1
 kind: BGPConfiguration
@@ -229,31 +222,13 @@ func killBird(t *testing.T, b *bird.Bird) time.Time {
 
 func newGRRig(t *testing.T) *grRig {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test: network namespaces, BIRD and the agent")
-	}
 	bird.Require(t)
-	if os.Geteuid() != 0 {
-		netnsDep.Missing(t, "!!! NOT ROOT: the BIRD session-loss tests create network namespaces.")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		netnsDep.Missing(t, "!!! NO ip (iproute2): the BIRD session-loss tests need it to create network namespaces.")
-	}
+	requireNetns(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	suffix := fmt.Sprintf("%06x", rand.Uint32()&0xffffff)
-	r := &grRig{nsA: "peeragent-t-gra-" + suffix, nsB: "peeragent-t-grb-" + suffix, dir: t.TempDir()}
-	for _, ns := range []string{r.nsA, r.nsB} {
-		ipCmd(t, ctx, "netns", "add", ns)
-		t.Cleanup(func() {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
-			}
-		})
-	}
-	ipCmd(t, ctx, "-n", r.nsA, "link", "add", "ga0", "type", "veth", "peer", "name", "gb0", "netns", r.nsB)
+	r := &grRig{dir: t.TempDir()}
+	r.nsA, r.nsB = vethPair(t, ctx, "gr", "ga0", "gb0")
 	for _, s := range []struct{ ns, dev, addr string }{{r.nsA, "ga0", grAddrA}, {r.nsB, "gb0", grAddrB}} {
-		ipCmd(t, ctx, "-n", s.ns, "link", "set", "lo", "up")
 		ipCmd(t, ctx, "-n", s.ns, "addr", "add", s.addr+"/24", "dev", s.dev)
 		ipCmd(t, ctx, "-n", s.ns, "link", "set", s.dev, "up")
 	}

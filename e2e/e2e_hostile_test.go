@@ -9,11 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +21,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	testnetns "github.com/peeragent/peeragent/internal/testrig/netns"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -46,12 +44,7 @@ const (
 	hostAS     = 65001
 )
 
-var hostNodes = `apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  annotations: {projectcalico.org/IPv4Address: 192.168.81.1/24, projectcalico.org/IPv6Address: "fd00:81::1/64"}
-`
+var hostNodes = nodeYAML("node-a", `projectcalico.org/IPv4Address: 192.168.81.1/24, projectcalico.org/IPv6Address: "fd00:81::1/64"`)
 
 var hostPeers = fmt.Sprintf(`apiVersion: crd.projectcalico.org/v1
 kind: BGPConfiguration
@@ -159,30 +152,11 @@ var (
 // announcement and a few keepalives), and of the manifest's claims only
 // the good block is advertised and blackholed, each bad object a problem.
 func TestHostileEdgeRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: network namespaces, a hand-written BGP speaker and the agent")
-	}
-	if os.Geteuid() != 0 {
-		netnsDep.Missing(t, "!!! NOT ROOT: the hostile-peer test creates network namespaces.")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		netnsDep.Missing(t, "!!! NO ip (iproute2): the hostile-peer test needs it to create network namespaces.")
-	}
+	requireNetns(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	suffix := fmt.Sprintf("%06x", rand.Uint32()&0xffffff)
-	nsA, nsB := "peeragent-t-hsa-"+suffix, "peeragent-t-hsb-"+suffix
-	for _, ns := range []string{nsA, nsB} {
-		ipCmd(t, ctx, "netns", "add", ns)
-		t.Cleanup(func() {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
-			}
-		})
-	}
-	ipCmd(t, ctx, "-n", nsA, "link", "add", "ha0", "type", "veth", "peer", "name", "hb0", "netns", nsB)
+	nsA, nsB := vethPair(t, ctx, "hs", "ha0", "hb0")
 	for _, s := range []struct{ ns, dev, v4, v6 string }{{nsA, "ha0", hostAddrA, "fd00:81::1"}, {nsB, "hb0", hostAddrB, hostAddrB6}} {
-		ipCmd(t, ctx, "-n", s.ns, "link", "set", "lo", "up")
 		ipCmd(t, ctx, "-n", s.ns, "addr", "add", s.v4+"/24", "dev", s.dev)
 		ipCmd(t, ctx, "-n", s.ns, "addr", "add", s.v6+"/64", "dev", s.dev, "nodad")
 		ipCmd(t, ctx, "-n", s.ns, "link", "set", s.dev, "up")
@@ -315,11 +289,8 @@ type hostileSpeaker struct {
 
 func startHostile(t *testing.T, ns string) *hostileSpeaker {
 	t.Helper()
-	var ln net.Listener
-	if err := inNS(ns, func() (err error) {
-		ln, err = net.Listen("tcp", ":179")
-		return err
-	}); err != nil {
+	ln, err := testnetns.Listen(ns, "tcp", ":179")
+	if err != nil {
 		t.Fatal(err)
 	}
 	sp := &hostileSpeaker{sent: map[string]bool{}}

@@ -17,9 +17,6 @@ import (
 // generation, and settles on the other's End-of-RIB (docs/routes.md §9.1,
 // §9.6).
 func TestTwoAgentsLearnEachOthersBlocks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: builds the binary and runs two agents")
-	}
 	requireAddr(t, "127.0.0.2")
 	ipam, err := os.ReadFile("../examples/lab/ipam.yaml")
 	if err != nil {

@@ -35,12 +35,7 @@ const (
 	llFRRAS     = 65037
 )
 
-const llNodes = `apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  annotations: {projectcalico.org/IPv6Address: fd00:37::2/64}
-`
+var llNodes = nodeYAML("node-a", `projectcalico.org/IPv6Address: fd00:37::2/64`)
 
 const llBGP = `apiVersion: crd.projectcalico.org/v1
 kind: BGPConfiguration
@@ -63,9 +58,6 @@ spec: {node: node-a, peerIP: fd00:37::1, asNumber: 65037}
 // echo to an address behind it is answered; the agent stays healthy and
 // its session the one first established.
 func TestFRRLinkLocalNextHopOnSharedLink(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: network namespaces, FRR and the agent")
-	}
 	frr.Require(t)
 	netns.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -20,9 +20,6 @@ import (
 // speaker, /readyz is 503 with it, /healthz stays 200 (a restart by the
 // kubelet would not free the port), and BIRD keeps its port.
 func TestRunReportsAnotherSpeaker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: builds the binary, runs BIRD and an agent")
-	}
 	birdtest.Require(t)
 	addr := netip.MustParseAddr("127.0.0.45")
 	requireAddr(t, addr.String())
@@ -30,12 +27,7 @@ func TestRunReportsAnotherSpeaker(t *testing.T) {
 	b := birdtest.Start(t, birdtest.Config{Address: addr, Port: port, AS: 65001, Neighbors: []birdtest.Neighbor{{
 		Name: "tor", Address: netip.MustParseAddr("127.0.0.1"), Port: port, AS: 64513}}})
 	dir := t.TempDir()
-	writeFile(t, dir, "nodes.yaml", `apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  annotations: {projectcalico.org/IPv4Address: 127.0.0.45/8}
-`)
+	writeFile(t, dir, "nodes.yaml", nodeYAML("node-a", "projectcalico.org/IPv4Address: 127.0.0.45/8"))
 	writeFile(t, dir, "bgp.yaml", fmt.Sprintf(`apiVersion: crd.projectcalico.org/v1
 kind: BGPConfiguration
 metadata: {name: default}

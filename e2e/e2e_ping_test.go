@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/peeragent/peeragent/internal/testrig/daemon"
+	testnetns "github.com/peeragent/peeragent/internal/testrig/netns"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -51,18 +51,7 @@ const (
 	pingPrio  = 1024
 )
 
-const pingNodes = `apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  annotations: {projectcalico.org/IPv4Address: 192.168.77.1/24}
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: node-b
-  annotations: {projectcalico.org/IPv4Address: 192.168.77.2/24}
-`
+var pingNodes = nodeYAML("node-a", `projectcalico.org/IPv4Address: 192.168.77.1/24`) + "---\n" + nodeYAML("node-b", `projectcalico.org/IPv4Address: 192.168.77.2/24`)
 
 const pingBGP = `apiVersion: crd.projectcalico.org/v1
 kind: BGPConfiguration
@@ -100,36 +89,15 @@ spec: {node: node-b, cidr: 10.244.2.0/26, state: confirmed, deleted: "false"}
 // restart of one agent: the kernel routes stay, no route is deleted or
 // re-added, no echo is lost; §9.6).
 func TestPingBetweenTwoAgents(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: network namespaces and two agents")
-	}
-	if os.Geteuid() != 0 {
-		netnsDep.Missing(t, "!!! NOT ROOT: the ping test creates network namespaces.")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		netnsDep.Missing(t, "!!! NO ip (iproute2): the ping test needs it to create network namespaces.")
-	}
+	requireNetns(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	suffix := fmt.Sprintf("%06x", rand.Uint32()&0xffffff)
-	nsA, nsB := "peeragent-t-a-"+suffix, "peeragent-t-b-"+suffix
-	for _, ns := range []string{nsA, nsB} {
-		ipCmd(t, ctx, "netns", "add", ns)
-		t.Cleanup(func() {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
-			}
-		})
-	}
-	// The veth pair is created inside A with its peer in B: nothing
-	// appears in the test's own namespace, not even for a moment.
-	ipCmd(t, ctx, "-n", nsA, "link", "add", "pa0", "type", "veth", "peer", "name", "pb0", "netns", nsB)
+	nsA, nsB := vethPair(t, ctx, "", "pa0", "pb0")
 	for _, s := range []struct{ ns, dev, addr, pod string }{
 		{nsA, "pa0", pingAddrA, pingPodA},
 		{nsB, "pb0", pingAddrB, pingPodB},
 	} {
-		ipCmd(t, ctx, "-n", s.ns, "link", "set", "lo", "up")
 		ipCmd(t, ctx, "-n", s.ns, "addr", "add", s.pod+"/32", "dev", "lo")
 		ipCmd(t, ctx, "-n", s.ns, "addr", "add", s.addr+"/24", "dev", s.dev)
 		ipCmd(t, ctx, "-n", s.ns, "link", "set", s.dev, "up")
@@ -342,34 +310,9 @@ func ipCmd(t *testing.T, ctx context.Context, args ...string) {
 	}
 }
 
-// inNS runs f on a thread switched into the named namespace: sockets f
-// opens stay in that namespace. The thread goes back before it is
-// released; if it cannot, it stays locked and ends with its goroutine.
-func inNS(name string, f func() error) error {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	target, err := netns.GetFromName(name)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer target.Close()
-	if err := netns.Set(target); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	ferr := f()
-	if err := netns.Set(orig); err != nil {
-		return fmt.Errorf("back from namespace %s: %w", name, err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
-}
+// inNS runs f on a thread switched into the named namespace (sockets f
+// opens stay in it): the netns rig's Do.
+var inNS = testnetns.Do
 
 func nsHandle(t *testing.T, name string) *netlink.Handle {
 	t.Helper()

@@ -22,9 +22,6 @@ import (
 // lets the peer connect again and all 3,000 routes are learned. Lowering
 // the annotation to 1,000 under the 3,000 held trips the limit at once.
 func TestPrefixLimitAnnotationAgainstAgent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a real speaker pair")
-	}
 	const sent, limit, oneUpdate = 3000, 500, 820
 	l, upsert, stop := annotatedLimitAgent(t, sent, "500")
 	defer stop()

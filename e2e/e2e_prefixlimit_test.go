@@ -17,9 +17,6 @@ import (
 // least 1 KB a refused route less than an agent whose limit lets them all
 // in (BenchmarkLearnedHeap: about 1.5 KB a route).
 func TestPrefixLimitAgainstAgent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a real speaker pair")
-	}
 	const sent, limit, oneUpdate = 20_000, 1000, 820
 	all := func() float64 { // the same peer against an agent taking it all
 		base := heapAlloc()

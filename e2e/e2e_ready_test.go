@@ -19,9 +19,6 @@ import (
 // says 503 and why, the problem is in /state, and /healthz stays 200.
 // The same agent with the capability is ready (TestRescanRepairsKernelRoutes).
 func TestReadyzWhenKernelRefusesRoutes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: a network namespace and an agent")
-	}
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		netnsDep.Missing(t, "!!! NO setpriv (util-linux): the readiness test drops CAP_NET_ADMIN with it.")
 	}

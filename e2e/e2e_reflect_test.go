@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/internal/testrig/bird"
 	"github.com/peeragent/peeragent/watch"
 )
@@ -58,12 +59,7 @@ func startReflPeers(t *testing.T) *reflPeers {
 }
 
 func (p *reflPeers) manifests(with bool) (nodes, objects, config string) {
-	nodes = fmt.Sprintf(`apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  annotations: {projectcalico.org/IPv4Address: %s/8, projectcalico.org/RouteReflectorClusterID: 244.0.0.1}
-`, reflOurAddr)
+	nodes = nodeYAML("node-a", "projectcalico.org/IPv4Address: "+reflOurAddr+"/8, projectcalico.org/RouteReflectorClusterID: 244.0.0.1")
 	g := watch.GroupCRD
 	objects = fmt.Sprintf(`apiVersion: %[1]s
 kind: BGPPeer
@@ -147,9 +143,6 @@ func (p *reflPeers) established(t *testing.T) [3]bird.ProtocolState {
 }
 
 func TestReflectorReExportsServiceRoutes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real BIRD peers: not in -short")
-	}
 	p := startReflPeers(t)
 	dir := t.TempDir()
 	nodes, objects, config := p.manifests(true)
@@ -171,6 +164,13 @@ func TestReflectorReExportsServiceRoutes(t *testing.T) {
 	_, _, config = p.manifests(false)
 	writeFile(t, dir, "bgp.yaml", config)
 	p.waitService(t, false)
+	p.checkSteady(t, l, before)
+}
+
+// checkSteady: the three sessions are those of before, and the agent has
+// no problem.
+func (p *reflPeers) checkSteady(t *testing.T, l *agent.Loop, before [3]bird.ProtocolState) {
+	t.Helper()
 	after := p.established(t)
 	for i := range before {
 		if !after[i].SameSessionAs(before[i]) {

@@ -2,10 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 )
@@ -16,9 +12,6 @@ import (
 // next rescan puts it back. Someone adds a route under the agent's
 // protocol and metric: the next rescan removes it. Both count as repairs.
 func TestRescanRepairsKernelRoutes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: a network namespace and an agent")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := nodeNS(t, ctx, "r")
@@ -93,20 +86,8 @@ func TestRescanRepairsKernelRoutes(t *testing.T) {
 // in which node-a has its address pingAddrA on a link that is up.
 func nodeNS(t *testing.T, ctx context.Context, tag string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		netnsDep.Missing(t, "!!! NOT ROOT: the test creates a network namespace.")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		netnsDep.Missing(t, "!!! NO ip (iproute2): the test needs it to create a network namespace.")
-	}
-	ns := fmt.Sprintf("peeragent-t-%s-%06x", tag, rand.Uint32()&0xffffff)
-	ipCmd(t, ctx, "netns", "add", ns)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
-		}
-	})
-	ipCmd(t, ctx, "-n", ns, "link", "set", "lo", "up")
+	requireNetns(t)
+	ns := newNS(t, ctx, "peeragent-t-"+tag+"-"+nsSuffix())
 	// A veth pair with both ends inside the namespace (the dummy module
 	// may be missing) gives node-a its address on a link that is up.
 	ipCmd(t, ctx, "-n", ns, "link", "add", "ra0", "type", "veth", "peer", "name", "rb0")

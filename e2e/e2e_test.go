@@ -21,18 +21,7 @@ import (
 // each: GoBGP keeps package-level state, so one speaker per process) from
 // one manifest directory, on 127.0.0.1 and 127.0.0.2.
 
-const e2eNodes = `apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  annotations: {projectcalico.org/IPv4Address: 127.0.0.1/8}
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: node-b
-  annotations: {projectcalico.org/IPv4Address: 127.0.0.2/8}
-`
+var e2eNodes = nodeYAML("node-a", `projectcalico.org/IPv4Address: 127.0.0.1/8`) + "---\n" + nodeYAML("node-b", `projectcalico.org/IPv4Address: 127.0.0.2/8`)
 
 const e2eConfig = `apiVersion: crd.projectcalico.org/v1
 kind: BGPConfiguration
@@ -50,9 +39,6 @@ stringData: {password: %s}
 `
 
 func TestTwoAgentsFollowSecretRotation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: builds the binary and runs two agents")
-	}
 	requireAddr(t, "127.0.0.2")
 	bin := buildAgent(t)
 	dir := t.TempDir()

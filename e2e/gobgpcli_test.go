@@ -81,9 +81,6 @@ func waitCLI(t *testing.T, bin, api string, args []string, want ...string) strin
 // neighbor with series of its own), node-b with node-a through the mesh;
 // node-b originates a path through its own API.
 func TestGoBGPCLIAgainstAgent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the agent and the gobgp CLI and runs two agents")
-	}
 	requireAddr(t, "127.0.0.2")
 	bin, cli := buildAgent(t), buildGoBGPCLI(t)
 	dir := t.TempDir()

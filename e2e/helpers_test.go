@@ -2,10 +2,14 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/netip"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -89,4 +93,52 @@ func (r *recorder) strings(m int) []string {
 		out = append(out, e.String())
 	}
 	return out
+}
+
+// nodeYAML is the manifest of the Node name with annotations (the entries
+// of a YAML flow map).
+func nodeYAML(name, annotations string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n  annotations: {%s}\n", name, annotations)
+}
+
+// requireNetns skips the test loudly (fails it under CI=true) unless it
+// can create network namespaces: root, and ip (iproute2).
+func requireNetns(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		netnsDep.Missing(t, "!!! NOT ROOT: "+t.Name()+" creates network namespaces.")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		netnsDep.Missing(t, "!!! NO ip (iproute2): "+t.Name()+" needs it to create network namespaces.")
+	}
+}
+
+// newNS makes the network namespace name, the test's own (deleted when it
+// ends), with lo up.
+func newNS(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	ipCmd(t, ctx, "netns", "add", name)
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v\n%s", name, err, out)
+		}
+	})
+	ipCmd(t, ctx, "-n", name, "link", "set", "lo", "up")
+	return name
+}
+
+// nsSuffix makes the names of a test's namespaces its own.
+func nsSuffix() string { return fmt.Sprintf("%06x", rand.Uint32()&0xffffff) }
+
+// vethPair makes two namespaces (newNS), peeragent-t-TAGa-SUFFIX and
+// peeragent-t-TAGb-SUFFIX, joined by a veth pair devA (in A) and devB (in
+// B). The pair is created inside A with its peer in B: nothing appears in
+// the test's own namespace, not even for a moment. The devices are down,
+// without addresses.
+func vethPair(t *testing.T, ctx context.Context, tag, devA, devB string) (nsA, nsB string) {
+	t.Helper()
+	suffix := nsSuffix()
+	nsA, nsB = newNS(t, ctx, "peeragent-t-"+tag+"a-"+suffix), newNS(t, ctx, "peeragent-t-"+tag+"b-"+suffix)
+	ipCmd(t, ctx, "-n", nsA, "link", "add", devA, "type", "veth", "peer", "name", devB, "netns", nsB)
+	return nsA, nsB
 }

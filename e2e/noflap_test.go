@@ -56,9 +56,6 @@ const (
 var noflapOthers = []string{"node-b", "node-c", "node-d"}
 
 func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real BIRD and FRR peers: not in -short")
-	}
 	bird.Require(t)
 	frr.Require(t)
 	noflapRequireAddrs(t, noflapOurAddr, noflapBirdAddr, noflapFRRAddr)

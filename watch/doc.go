@@ -22,6 +22,11 @@
 //     (endpointslice): watched only while some service range is configured
 //     (docs/routes.md §8.4), started and stopped by an effect.
 //
+// The built-in kinds are read through a Client: TypedClient, the
+// agent's, is client-go's generic typed client over a scheme of core/v1
+// and discovery/v1 only, not the full clientset (which links and
+// registers every API group); tests adapt the fake clientset to Client.
+//
 // These are the seven state.SyncedKinds plus secret, service and
 // endpointslice. Dir, the manifest-directory source (--from), reads the
 // same ten kinds from the files of one directory (Secrets of the agent's

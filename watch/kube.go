@@ -8,11 +8,10 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -30,7 +29,7 @@ const (
 
 // KubeConfig is what the Kubernetes source needs.
 type KubeConfig struct {
-	Client  kubernetes.Interface
+	Client  Client // TypedClient in the agent
 	Dynamic dynamic.Interface
 	// Group is GroupCRD (default when empty) or GroupV3: the caller
 	// resolves the flag GroupAuto with ResolveGroup first, and shares the
@@ -149,7 +148,7 @@ func (k *Kube) end() {
 // BGPPeers, BGPConfigurations and BGPFilters from (docs/semantics.md §1): empty
 // means GroupCRD; GroupAuto picks GroupV3 only when the server has the
 // projectcalico.org group and not crd.projectcalico.org, else GroupCRD.
-func ResolveGroup(d discovery.DiscoveryInterface, flag string) (string, error) {
+func ResolveGroup(d GroupLister, flag string) (string, error) {
 	switch flag {
 	case "", GroupCRD:
 		return GroupCRD, nil
@@ -174,6 +173,12 @@ func ResolveGroup(d discovery.DiscoveryInterface, flag string) (string, error) {
 		return GroupV3, nil
 	}
 	return GroupCRD, nil
+}
+
+// GroupLister lists the server's API groups: TypedClient, or client-go's
+// discovery client.
+type GroupLister interface {
+	ServerGroups() (*metav1.APIGroupList, error)
 }
 
 // RESTConfig is the in-cluster config when kubeconfig is empty, else the

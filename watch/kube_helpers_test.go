@@ -198,7 +198,7 @@ func startKube(t *testing.T, f kubeFakes, group string, before func(*Kube)) (*Ku
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := NewKube(KubeConfig{Client: f.client, Dynamic: f.dyn, Group: group, Namespace: testNS, Node: testNodeName,
+	k, err := NewKube(KubeConfig{Client: fakeClient(f.client), Dynamic: f.dyn, Group: group, Namespace: testNS, Node: testNodeName,
 		Log: discardLogger()})
 	if err != nil {
 		t.Fatal(err)

@@ -149,7 +149,7 @@ func TestKubeWatchListStream(t *testing.T) {
 	if !clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) {
 		t.Skip("watch-list is disabled in this environment")
 	}
-	k, err := NewKube(KubeConfig{Client: fake.NewClientset(), Dynamic: newKubeFakes(nil).dyn, Node: testNodeName, Log: discardLogger()})
+	k, err := NewKube(KubeConfig{Client: fakeClient(fake.NewClientset()), Dynamic: newKubeFakes(nil).dyn, Node: testNodeName, Log: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func (k *Kube) startSecret(w *secretWatch) {
 	ctx, cancel := context.WithCancel(k.run.ctx)
 	w.cancel = cancel
 	w.store = newKindStore(secretCodec(k.cfg.Namespace, w.name), k.run.dispatch, k.log)
-	secrets := k.cfg.Client.CoreV1().Secrets(k.cfg.Namespace)
+	secrets := k.cfg.Client.Secrets(k.cfg.Namespace)
 	selector := fields.OneTermEqualSelector("metadata.name", w.name).String()
 	lw := &observedLW{client: k.cfg.Client, observe: w.store.observe,
 		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

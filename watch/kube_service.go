@@ -62,7 +62,7 @@ func (k *Kube) startServices() {
 	w.cancel = cancel
 	w.svcs = newKindStore(serviceCodec(), k.run.dispatch, k.log)
 	w.slices = newKindStore(sliceCodec(), k.run.dispatch, k.log)
-	svcs := k.cfg.Client.CoreV1().Services(metav1.NamespaceAll)
+	svcs := k.cfg.Client.Services(metav1.NamespaceAll)
 	svcLW := &observedLW{client: k.cfg.Client, observe: w.svcs.observe,
 		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return svcs.List(ctx, o)
@@ -70,7 +70,7 @@ func (k *Kube) startServices() {
 		watch: func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
 			return svcs.Watch(ctx, o)
 		}}
-	slices := k.cfg.Client.DiscoveryV1().EndpointSlices(metav1.NamespaceAll)
+	slices := k.cfg.Client.EndpointSlices(metav1.NamespaceAll)
 	sliceLW := &observedLW{client: k.cfg.Client, observe: w.slices.observe,
 		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return slices.List(ctx, o)

@@ -26,10 +26,10 @@ func (k *Kube) sources(gv schema.GroupVersion, dispatch func(state.Action)) []*c
 	nodes := newKindStore(nodeCodec(), dispatch, k.log)
 	nodeLW := &observedLW{client: k.cfg.Client, observe: nodes.observe,
 		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return k.cfg.Client.CoreV1().Nodes().List(ctx, o)
+			return k.cfg.Client.Nodes().List(ctx, o)
 		},
 		watch: func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
-			return k.cfg.Client.CoreV1().Nodes().Watch(ctx, o)
+			return k.cfg.Client.Nodes().Watch(ctx, o)
 		}}
 	return []*cache.Reflector{
 		k.calico(gv, "bgppeers", "BGPPeer", newKindStore(peerCodec(), dispatch, k.log)),
@@ -48,7 +48,7 @@ func (k *Kube) sources(gv schema.GroupVersion, dispatch func(state.Action)) []*c
 func (k *Kube) pods(dispatch func(state.Action)) *cache.Reflector {
 	store := newKindStore(podCodec(k.cfg.Node), dispatch, k.log)
 	sel := fields.OneTermEqualSelector("spec.nodeName", k.cfg.Node).String()
-	pods := k.cfg.Client.CoreV1().Pods(metav1.NamespaceAll)
+	pods := k.cfg.Client.Pods(metav1.NamespaceAll)
 	lw := &observedLW{client: k.cfg.Client, observe: store.observe,
 		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel

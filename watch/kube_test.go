@@ -67,11 +67,11 @@ func TestNewKubeChecksConfig(t *testing.T) {
 		cfg  KubeConfig
 		err  string
 	}{
-		{name: "valid-default-group", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn, Node: testNodeName}},
-		{name: "missing-node", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn}, err: "node name is required"},
-		{name: "missing-dynamic-client", cfg: KubeConfig{Client: f.client}, err: "dynamic client are required"},
-		{name: "unknown-group", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn, Node: testNodeName, Group: "v3"}, err: "unknown API group"},
-		{name: "auto-unresolved", cfg: KubeConfig{Client: f.client, Dynamic: f.dyn, Node: testNodeName, Group: GroupAuto},
+		{name: "valid-default-group", cfg: KubeConfig{Client: fakeClient(f.client), Dynamic: f.dyn, Node: testNodeName}},
+		{name: "missing-node", cfg: KubeConfig{Client: fakeClient(f.client), Dynamic: f.dyn}, err: "node name is required"},
+		{name: "missing-dynamic-client", cfg: KubeConfig{Client: fakeClient(f.client)}, err: "dynamic client are required"},
+		{name: "unknown-group", cfg: KubeConfig{Client: fakeClient(f.client), Dynamic: f.dyn, Node: testNodeName, Group: "v3"}, err: "unknown API group"},
+		{name: "auto-unresolved", cfg: KubeConfig{Client: fakeClient(f.client), Dynamic: f.dyn, Node: testNodeName, Group: GroupAuto},
 			err: "resolve it with ResolveGroup first"},
 	}
 	for _, tc := range cases {

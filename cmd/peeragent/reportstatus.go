@@ -15,6 +15,6 @@ func newStatusReporter(f *runFlags, kc *kubeClients, log *slog.Logger) (*status.
 	if kc == nil || !f.reportStatus {
 		return nil, nil
 	}
-	return status.New(status.Config{Dynamic: kc.dyn, Events: kc.client, Group: kc.group, Node: f.node,
+	return status.New(status.Config{Dynamic: kc.dyn, Events: kc.client.Events(), Group: kc.group, Node: f.node,
 		Version: buildinfo.Read().Version, Log: log})
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
@@ -139,7 +138,8 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	}
 	var loop *agent.Loop
 	speaker := gobgp.New(gobgp.Options{ListenAddresses: f.listen, Logger: log, GoBGPLevel: gobgpLevel(f.flagLevel()),
-		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI, Report: func(a state.Action) { loop.Dispatch(a) }})
+		GracefulShutdown: f.shutdown == "graceful", GRPCAddress: f.gobgpAPI, Report: func(a state.Action) { loop.Dispatch(a) },
+		Families: speakerFamilies(f.opts().ExtraFamilies)})
 	follow := newLevelFollower(f.flagLevel(), f.level, speaker.SetGoBGPLevel, log)
 	defer speaker.Close()
 	dpExec, dp, err := newDataplane(f, log)
@@ -284,7 +284,7 @@ var errNoCluster = errors.New("no cluster: give --from DIR, or run in a cluster 
 // the server's discovery): the source reads through them and the status
 // reporter writes through them.
 type kubeClients struct {
-	client kubernetes.Interface
+	client *watch.TypedClient
 	dyn    dynamic.Interface
 	group  string // watch.GroupCRD or watch.GroupV3
 }
@@ -294,7 +294,7 @@ func newKubeClients(f *runFlags) (*kubeClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", errNoCluster, err)
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := watch.NewTypedClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
@@ -302,7 +302,7 @@ func newKubeClients(f *runFlags) (*kubeClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	group, err := watch.ResolveGroup(client.Discovery(), f.group)
+	group, err := watch.ResolveGroup(client, f.group)
 	if err != nil {
 		return nil, err
 	}
@@ -322,4 +322,12 @@ func newKube(f *runFlags, log *slog.Logger) (source, error) {
 		return nil, err
 	}
 	return kc.source(f, log)
+}
+
+// speakerFamilies are the families of the speaker's RIB: those the reducer
+// may give a neighbor (unicast of its address family and the extra
+// families of that family, reducer/settings.go), not every family GoBGP
+// knows (a table each, of 2,048 shards, in each of its two RIBs).
+func speakerFamilies(extra []string) []string {
+	return append([]string{"ipv4-unicast", "ipv6-unicast"}, extra...)
 }

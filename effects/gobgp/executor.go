@@ -45,6 +45,14 @@ type Options struct {
 	// connections, after the executor stopped that speaker so that the
 	// server retry starts a new one (listener.go). Nil: it is only logged.
 	Report func(state.Action)
+	// Families are the address families of the speaker's RIB (GoBGP's
+	// global AfiSafis), GoBGP's names ("ipv4-unicast"): every family a
+	// neighbor may be given must be one of them, since GoBGP drops the
+	// paths of a family its RIB lacks (AddPeer refuses such a neighbor).
+	// Empty: every family GoBGP knows, 26 tables in each of its two RIBs,
+	// 2,048 shards each, ~12 MB of heap and a third of a lone agent's CPU
+	// at start (docs/performance.md "What the binary maps").
+	Families []string
 }
 
 // Executor carries out speaker effects on an embedded GoBGP server. It is
@@ -60,7 +68,8 @@ type Executor struct {
 	listen   []string
 	now      func() time.Time
 	graceful bool
-	grpc     string // Options.GRPCAddress
+	grpc     string   // Options.GRPCAddress
+	families []string // Options.Families
 
 	report func(state.Action)
 
@@ -95,6 +104,7 @@ func New(opts Options) *Executor {
 		now:      opts.Now,
 		graceful: opts.GracefulShutdown,
 		grpc:     opts.GRPCAddress,
+		families: append([]string(nil), opts.Families...),
 		policies: map[netip.Addr]installed{},
 		members:  map[netip.Addr]bool{},
 		comm:     newCommBook(),

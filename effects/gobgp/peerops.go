@@ -2,7 +2,10 @@ package gobgp
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 
 	api "github.com/osrg/gobgp/v4/api"
 
@@ -56,6 +59,19 @@ func (e *Executor) addPeer(ctx context.Context, n *state.Neighbor) error {
 	return err
 }
 
+// peerFor is the package's peerFor, refusing a family the speaker's RIB
+// lacks (Options.Families): GoBGP would negotiate it and drop its paths.
+func (e *Executor) peerFor(n *state.Neighbor) (*api.Peer, error) {
+	if len(e.families) > 0 {
+		for _, f := range n.Families {
+			if !slices.Contains(e.families, f) {
+				return nil, fmt.Errorf("address family %s is not in the speaker's RIB (%s)", f, strings.Join(e.families, ", "))
+			}
+		}
+	}
+	return peerFor(n)
+}
+
 // add is GoBGP's AddPeer, recorded.
 func (e *Executor) add(ctx context.Context, addr netip.Addr, p *api.Peer) error {
 	if err := e.requireRunning(); err != nil {
@@ -85,7 +101,7 @@ func (e *Executor) updatePeer(ctx context.Context, n *state.Neighbor) error {
 // its password remembered, once the server runs and n is in or out of
 // customNeighbors as its policy says (syncMember).
 func (e *Executor) peerConfig(ctx context.Context, n *state.Neighbor) (*api.Peer, error) {
-	p, err := peerFor(n)
+	p, err := e.peerFor(n)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/config/oc"
 	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/peeragent/peeragent/state"
@@ -49,6 +50,7 @@ func (e *Executor) startServer(ctx context.Context, srv state.Server, gen uint64
 		RouterId:        routerID(srv.RouterID),
 		ListenPort:      int32(srv.ListenPort),
 		ListenAddresses: e.listenOn(srv),
+		Families:        ribFamilies(e.families),
 		// Equal-best sets (docs/routes.md §9.4). GoBGP keeps this in a
 		// package global (table.UseMultiplePaths) that every server in
 		// the process reads: every start sets it the same way.
@@ -137,4 +139,16 @@ func (e *Executor) listenOn(srv state.Server) []string {
 		return l
 	}
 	return e.listen
+}
+
+// ribFamilies are GoBGP's numbers of the families named (api.Global's
+// Families); nil (every family) when none is.
+func ribFamilies(names []string) []uint32 {
+	var out []uint32
+	for _, n := range names {
+		if i, ok := oc.AfiSafiTypeToIntMap[oc.AfiSafiType(n)]; ok {
+			out = append(out, uint32(i))
+		}
+	}
+	return out
 }

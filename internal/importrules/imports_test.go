@@ -66,3 +66,33 @@ func TestProductionImportsNoTestRig(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentLinksNoFullClientset: the agent reads two built-in API groups
+// (core/v1, discovery/v1) through watch.TypedClient; client-go's full
+// clientset, its typed clients (whose scheme registers every group at
+// start), the informer factories and the discovery client would link
+// every group's types and clients (docs/performance.md "What the binary
+// maps"). Only core/v1 and discovery/v1 of k8s.io/api, and what
+// projectcalico/api's types embed (networking/v1), may be linked.
+func TestAgentLinksNoFullClientset(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/cmd/peeragent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 100 {
+		t.Fatalf("go list returned too few dependencies: %q", out)
+	}
+	apis := map[string]bool{"k8s.io/api/core/v1": true, "k8s.io/api/discovery/v1": true, "k8s.io/api/networking/v1": true}
+	for _, d := range deps {
+		for _, f := range []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers", "k8s.io/client-go/discovery",
+			"k8s.io/client-go/applyconfigurations", "k8s.io/client-go/dynamic/dynamicinformer"} {
+			if d == f || strings.HasPrefix(d, f+"/") {
+				t.Errorf("the agent binary depends on %s", d)
+			}
+		}
+		if strings.HasPrefix(d, "k8s.io/api/") && !apis[d] {
+			t.Errorf("the agent binary depends on %s", d)
+		}
+	}
+}

@@ -45,19 +45,51 @@ func cpuTime(pid int) (time.Duration, error) {
 	return sum, nil
 }
 
-// rss is VmRSS from /proc/PID/status, in bytes.
-func rss(pid int) (int64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// mem is a process's resident memory, in bytes: VmRSS (every page
+// mapped, its own and the binary's and libraries' file pages, which the
+// page cache shares between processes), RssAnon (its own: heap, stacks,
+// written data) from /proc/PID/status, and Pss (/proc/PID/smaps_rollup:
+// each page divided by the number of processes mapping it, so N speakers
+// of one binary share its file pages).
+type mem struct{ rss, anon, pss int64 }
+
+func memOf(pid int) (mem, error) {
+	var m mem
+	st, err := procKB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:", "RssAnon:")
 	if err != nil {
-		return 0, err
+		return m, err
 	}
+	roll, err := procKB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
+	if err != nil {
+		return m, err
+	}
+	return mem{rss: st[0], anon: st[1], pss: roll[0]}, nil
+}
+
+// procKB reads the "Name: N kB" lines named from a /proc file, in bytes.
+func procKB(path string, names ...string) ([]int64, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(names))
+	found := 0
 	for _, l := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
+		for i, n := range names {
+			if v, ok := strings.CutPrefix(l, n); ok {
+				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %s %w", path, n, err)
+				}
+				out[i] = kb << 10
+				found++
+			}
 		}
 	}
-	return 0, fmt.Errorf("pid %d: no VmRSS", pid)
+	if found != len(names) {
+		return nil, fmt.Errorf("%s: want %v", path, names)
+	}
+	return out, nil
 }
 
 // tcpCounters are a namespace's TCP counters (/proc/net/snmp, per

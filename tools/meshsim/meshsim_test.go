@@ -93,12 +93,12 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("%d runs, want 2", len(rep.runs))
 	}
 	for _, r := range rep.runs {
-		if r.converge <= 0 || r.reconverge <= 0 || len(r.rss) != 3 || len(r.cpuConverge) != 3 || len(r.idleCPU) != 3 {
+		if r.converge <= 0 || r.reconverge <= 0 || len(r.rss) != 3 || len(r.anon) != 3 || len(r.pss) != 3 || len(r.cpuConverge) != 3 || len(r.idleCPU) != 3 {
 			t.Errorf("%s: incomplete result %+v", r.speaker, r)
 		}
 		for i, v := range r.rss {
-			if v <= 0 || r.cpuConverge[i] <= 0 {
-				t.Errorf("%s: node %d: RSS %d, CPU %v", r.speaker, i+1, v, r.cpuConverge[i])
+			if v <= 0 || r.cpuConverge[i] <= 0 || r.anon[i] <= 0 || r.anon[i] > v || r.pss[i] <= 0 || r.pss[i] > v {
+				t.Errorf("%s: node %d: RSS %d, RssAnon %d, PSS %d, CPU %v", r.speaker, i+1, v, r.anon[i], r.pss[i], r.cpuConverge[i])
 			}
 		}
 		if len(r.restarted) != 1 || r.sessions != 2 || len(r.observers) != 2 {
@@ -117,8 +117,9 @@ func TestSmoke(t *testing.T) {
 
 func TestMarkdownTablePerSizeAndFit(t *testing.T) {
 	run := func(sp string, n int, rssMiB int64) runResult {
-		return runResult{speaker: sp, n: n, rss: []int64{rssMiB << 20}, cpuConverge: []time.Duration{time.Second},
-			idleCPU: []float64{0.01}, converge: time.Second, reconverge: 2 * time.Second, logs: map[string]int{}}
+		return runResult{speaker: sp, n: n, rss: []int64{rssMiB << 20}, anon: []int64{rssMiB << 19}, pss: []int64{(rssMiB - 1) << 20},
+			cpuConverge: []time.Duration{time.Second},
+			idleCPU:     []float64{0.01}, converge: time.Second, reconverge: 2 * time.Second, logs: map[string]int{}}
 	}
 	rep := report{sizes: []int{11, 21}, runs: []runResult{
 		run("peeragent", 11, 60), run("BIRD 2", 11, 5), run("peeragent", 21, 70), run("BIRD 2", 21, 6)}}
@@ -126,8 +127,11 @@ func TestMarkdownTablePerSizeAndFit(t *testing.T) {
 	for _, want := range []string{
 		"| per speaker, N = 11 (median (min–max) over the nodes) | peeragent | BIRD 2 | ratio |",
 		"| per speaker, N = 21 (median (min–max) over the nodes) | peeragent | BIRD 2 | ratio |",
-		"| RSS after convergence and the idle window | 60.0 MiB (60.0 MiB–60.0 MiB) | 5.0 MiB (5.0 MiB–5.0 MiB) | 12x |",
+		"| RSS (VmRSS) after convergence and the idle window | 60.0 MiB (60.0 MiB–60.0 MiB) | 5.0 MiB (5.0 MiB–5.0 MiB) | 12x |",
+		"| of which anonymous (RssAnon: the process's own) | 30.0 MiB (30.0 MiB–30.0 MiB) | 2.5 MiB (2.5 MiB–2.5 MiB) | 12x |",
+		"| PSS (file pages shared by the N speakers divided among them) | 59.0 MiB (59.0 MiB–59.0 MiB) | 4.0 MiB (4.0 MiB–4.0 MiB) | 15x |",
 		"- peeragent RSS, fitted over 2 runs: 50.0 MiB + 1.000 MiB per neighbor",
+		"- peeragent RssAnon, fitted over 2 runs: 25.0 MiB + 0.500 MiB per neighbor",
 		"- BIRD 2 RSS, fitted over 2 runs: 4.0 MiB + 0.100 MiB per neighbor",
 	} {
 		if !strings.Contains(md, want) {

@@ -54,8 +54,14 @@ func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 
 func (rep report) rows() []row {
 	return []row{
-		{"RSS after convergence and the idle window", func(r runResult) (string, float64) {
+		{"RSS (VmRSS) after convergence and the idle window", func(r runResult) (string, float64) {
 			return spread(r.rss, mib), float64(median(r.rss))
+		}},
+		{"of which anonymous (RssAnon: the process's own)", func(r runResult) (string, float64) {
+			return spread(r.anon, mib), float64(median(r.anon))
+		}},
+		{"PSS (file pages shared by the N speakers divided among them)", func(r runResult) (string, float64) {
+			return spread(r.pss, mib), float64(median(r.pss))
 		}},
 		{"CPU to converge (from the speaker's start)", func(r runResult) (string, float64) {
 			return spread(r.cpuConverge, cpus), median(r.cpuConverge).Seconds()
@@ -157,35 +163,47 @@ func table(n int, runs []runResult, rows []row) string {
 }
 
 // fit is, per speaker run at two sizes or more, the least-squares line
-// through its (neighbors, median RSS) points: base + per neighbor.
+// through its (neighbors, median VmRSS) points, and through its (neighbors,
+// median RssAnon) points: base + per neighbor.
 func (rep report) fit() string {
-	var names []string
-	pts := map[string][][2]float64{}
-	for _, r := range rep.runs {
-		if _, ok := pts[r.speaker]; !ok {
-			names = append(names, r.speaker)
-		}
-		pts[r.speaker] = append(pts[r.speaker], [2]float64{float64(r.n - 1), float64(median(r.rss)) / (1 << 20)})
-	}
 	var b strings.Builder
-	for _, name := range names {
-		p := pts[name]
-		var sx, sy, sxx, sxy float64
-		for _, q := range p {
-			sx, sy, sxx, sxy = sx+q[0], sy+q[1], sxx+q[0]*q[0], sxy+q[0]*q[1]
+	for _, m := range []struct {
+		name string
+		of   func(runResult) []int64
+	}{{"RSS", func(r runResult) []int64 { return r.rss }}, {"RssAnon", func(r runResult) []int64 { return r.anon }}} {
+		var names []string
+		pts := map[string][][2]float64{}
+		for _, r := range rep.runs {
+			if _, ok := pts[r.speaker]; !ok {
+				names = append(names, r.speaker)
+			}
+			pts[r.speaker] = append(pts[r.speaker], [2]float64{float64(r.n - 1), float64(median(m.of(r))) / (1 << 20)})
 		}
-		k := float64(len(p))
-		den := k*sxx - sx*sx
-		if len(p) < 2 || den == 0 {
-			continue
+		for _, name := range names {
+			if base, slope, ok := line(pts[name]); ok {
+				fmt.Fprintf(&b, "- %s %s, fitted over %d runs: %.1f MiB + %.3f MiB per neighbor\n", name, m.name, len(pts[name]), base, slope)
+			}
 		}
-		slope := (k*sxy - sx*sy) / den
-		fmt.Fprintf(&b, "- %s RSS, fitted over %d runs: %.1f MiB + %.3f MiB per neighbor\n", name, len(p), (sy-slope*sx)/k, slope)
 	}
 	if b.Len() > 0 {
 		return b.String() + "\n"
 	}
 	return ""
+}
+
+// line is the least-squares line through p: y = base + slope*x.
+func line(p [][2]float64) (base, slope float64, ok bool) {
+	var sx, sy, sxx, sxy float64
+	for _, q := range p {
+		sx, sy, sxx, sxy = sx+q[0], sy+q[1], sxx+q[0]*q[0], sxy+q[0]*q[1]
+	}
+	k := float64(len(p))
+	den := k*sxx - sx*sx
+	if len(p) < 2 || den == 0 {
+		return 0, 0, false
+	}
+	slope = (k*sxy - sx*sy) / den
+	return (sy - slope*sx) / k, slope, true
 }
 
 // sectionHeading starts the part of docs/performance.md that meshsim
@@ -218,7 +236,12 @@ BIRD 2's syntax, and nothing else changes).
   reports every mesh session Established (peeragent's /metrics, BIRD's control socket).
 - *CPU to converge*: the speaker process's CPU time (the sum of its threads' schedstat)
   from its start until then. *Idle CPU*: over the idle window after a settle time, with
-  nothing polled. *RSS*: VmRSS at the end of the idle window.
+  nothing polled. *RSS*: at the end of the idle window, VmRSS (every page the process
+  maps: its own, and the file pages of its binary and libraries, which the page cache
+  holds once for every process of the machine and can reclaim), RssAnon (/proc/PID/status:
+  the process's own, heap, stacks and written data) and PSS (/proc/PID/smaps_rollup: each
+  page divided by the number of processes that map it, so here the binary's pages are
+  shared by the N speakers, where a real node runs one).
 - *Re-convergence*: 20% of the nodes (spread over the address order) are killed with
   SIGKILL and started again at once; the time from the kill until every node is converged
   again (as above, without the route condition: the routes stay through graceful

@@ -21,7 +21,9 @@ type runResult struct {
 	converge    time.Duration   // from the first start until every node converged
 	cpuConverge []time.Duration // per speaker, from its start until then
 	idleCPU     []float64       // per speaker, share of one core over the idle window
-	rss         []int64         // per speaker, after the idle window
+	rss         []int64         // per speaker, after the idle window: VmRSS
+	anon        []int64         // RssAnon, at the same time
+	pss         []int64         // Pss, at the same time
 	idle        time.Duration
 
 	restarted  []int // node indexes
@@ -97,8 +99,8 @@ func simulate(ctx context.Context, c config, sp speaker, work string) (res runRe
 	res.idle = time.Since(t0)
 	for i := range after {
 		res.idleCPU = append(res.idleCPU, float64(after[i]-before[i])/float64(res.idle))
-		r, _ := rss(s.procs[i].p.Pid())
-		res.rss = append(res.rss, r)
+		m, _ := memOf(s.procs[i].p.Pid())
+		res.rss, res.anon, res.pss = append(res.rss, m.rss), append(res.anon, m.anon), append(res.pss, m.pss)
 	}
 	return res, s.restartPhase(ctx, &res)
 }

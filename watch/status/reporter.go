@@ -9,12 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -27,10 +27,10 @@ type Config struct {
 	Group    string // resolved: crd.projectcalico.org/v1 or projectcalico.org/v3
 	Node     string // this node: the CalicoNodeStatus objects whose spec.node it is
 	Recorder record.EventRecorder
-	// Events, when Recorder is nil: the client whose Events API the
-	// Reporter's own recorder writes to (source component peeragent, host
-	// Node); Run flushes it when it returns.
-	Events   kubernetes.Interface
+	// Events, when Recorder is nil: where the Reporter's own recorder
+	// writes Events (source component peeragent, host Node), such as
+	// watch.TypedClient's Events(); Run flushes it when it returns.
+	Events   record.EventSink
 	Version  string        // the agent's version, shown as the daemons' version
 	Log      *slog.Logger  // nil: slog.Default()
 	EventGap time.Duration // minimum time between two batches of Events on one object; 0: DefaultEventGap
@@ -67,8 +67,8 @@ func New(cfg Config) (*Reporter, error) {
 	var b record.EventBroadcaster
 	if cfg.Recorder == nil {
 		b = record.NewBroadcaster()
-		cfg.Recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "peeragent", Host: cfg.Node})
-		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cfg.Events.CoreV1().Events("")})
+		cfg.Recorder = b.NewRecorder(eventScheme(), corev1.EventSource{Component: "peeragent", Host: cfg.Node})
+		b.StartRecordingToSink(cfg.Events)
 	}
 	if cfg.EventGap <= 0 {
 		cfg.EventGap = DefaultEventGap
@@ -83,6 +83,18 @@ func New(cfg Config) (*Reporter, error) {
 		log: log, written: map[string]time.Time{}}
 	return r, nil
 }
+
+// eventScheme is the recorder's: its Events name objects by
+// ObjectReference, so core/v1 is the only group it needs (the full
+// clientset's scheme registers every group at start).
+// Made on first use: a manifest-directory run reports nothing.
+var eventScheme = sync.OnceValue(func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+})
 
 // Observe is an agent.LoopConfig Published observer: it keeps s as the
 // latest State and wakes Run, never blocking the loop.
@@ -113,7 +125,7 @@ func (r *Reporter) Run(ctx context.Context) {
 	if r.broadcaster != nil {
 		defer r.broadcaster.Shutdown()
 	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(r.cfg.Dynamic, r.gvr, "", 0, cache.Indexers{}, nil).Informer()
+	inf := statusInformer(r.cfg.Dynamic, r.gvr)
 	poke := func(any) { r.poke() }
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke,
 		UpdateFunc: func(_, o any) { r.poke() }, DeleteFunc: poke}); err != nil {
@@ -149,6 +161,29 @@ func (r *Reporter) Run(ctx context.Context) {
 			timer.Reset(next.Sub(now))
 		}
 	}
+}
+
+// statusInformer is dynamicinformer.NewFilteredDynamicInformer's informer
+// (every namespace, no resync, no indexer), made here: that package
+// imports client-go's informers, which link the full clientset
+// (docs/performance.md "What the binary maps").
+func statusInformer(client dynamic.Interface, gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	res := client.Resource(gvr)
+	return cache.NewSharedIndexInformerWithOptions(
+		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListFunc: func(o metav1.ListOptions) (runtime.Object, error) { return res.List(context.Background(), o) },
+			WatchFunc: func(o metav1.ListOptions) (kwatch.Interface, error) {
+				return res.Watch(context.Background(), o)
+			},
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return res.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+				return res.Watch(ctx, o)
+			},
+		}, client),
+		&unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}, ObjectDescription: gvr.String()})
 }
 
 // earliest of two due times, zero meaning none.
