@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
@@ -78,21 +76,7 @@ func TestNewerCalicoFields(t *testing.T) {
 		for _, group := range []string{manifestCRDVersion, manifestV3Version} {
 			t.Run(tt.name+"/"+strings.Split(group, "/")[0], func(t *testing.T) {
 				doc := "apiVersion: " + group + "\nkind: " + tt.kind + "\nmetadata: {name: default}\n" + tt.spec + "\n"
-				objs, fps := decodeManifest([]byte(doc))
-				if len(fps) != 0 || len(objs) != 1 {
-					t.Fatalf("manifest: %d objects, problems %v", len(objs), fps)
-				}
-				var u unstructured.Unstructured
-				if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-					t.Fatal(err)
-				}
-				fromCluster, err := tt.codec(&u)
-				if err != nil {
-					t.Fatalf("cluster decode: %v", err)
-				}
-				if d := cmp.Diff(objs[0].value, fromCluster, fileCmp); d != "" {
-					t.Errorf("manifest and cluster objects differ (-manifest +cluster):\n%s", d)
-				}
+				_, fromCluster := decodeBoth(t, doc, tt.codec)
 				tt.want(t, fromCluster)
 				probs := problemsOf(fromCluster)
 				obj, found := tt.object, false

@@ -71,30 +71,39 @@ spec: {cidr: 10.244.0.0/16, disableBGPExportz: true}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs, fps := decodeManifest([]byte(tt.doc))
-			if len(fps) != 0 || len(objs) != 1 {
-				t.Fatalf("manifest: %d objects, problems %v", len(objs), fps)
-			}
-			var u unstructured.Unstructured
-			if err := yaml.Unmarshal([]byte(tt.doc), &u.Object); err != nil {
-				t.Fatal(err)
-			}
-			fromCluster, err := tt.codec(&u)
-			if err != nil {
-				t.Fatalf("cluster decode: %v", err)
-			}
-			if d := cmp.Diff(objs[0].value, fromCluster, fileCmp); d != "" {
-				t.Errorf("manifest and cluster objects differ (-manifest +cluster):\n%s", d)
-			}
+			fromManifest, fromCluster := decodeBoth(t, tt.doc, tt.codec)
 			if got := unsupportedOf(fromCluster); !cmp.Equal(got, tt.want) {
 				t.Errorf("unsupported = %v, want %v", got, tt.want)
 			}
-			pm, pc := problemsOf(objs[0].value), problemsOf(fromCluster)
+			pm, pc := problemsOf(fromManifest), problemsOf(fromCluster)
 			if len(pm) == 0 || !cmp.Equal(pm, pc) {
 				t.Errorf("problems differ or are missing: manifest %v, cluster %v", pm, pc)
 			}
 		})
 	}
+}
+
+// decodeBoth decodes doc, one object, as the manifest directory does and,
+// with codec, as the cluster source does; t fails unless both decode it,
+// and reports where the two objects differ.
+func decodeBoth(t *testing.T, doc string, codec func(any) (any, error)) (fromManifest, fromCluster any) {
+	t.Helper()
+	objs, fps := decodeManifest([]byte(doc))
+	if len(fps) != 0 || len(objs) != 1 {
+		t.Fatalf("manifest: %d objects, problems %v", len(objs), fps)
+	}
+	var u unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	fromCluster, err := codec(&u)
+	if err != nil {
+		t.Fatalf("cluster decode: %v", err)
+	}
+	if d := cmp.Diff(objs[0].value, fromCluster, fileCmp); d != "" {
+		t.Errorf("manifest and cluster objects differ (-manifest +cluster):\n%s", d)
+	}
+	return objs[0].value, fromCluster
 }
 
 func decodeWith[T any](dec func(any) (T, error)) func(any) (any, error) {
