@@ -130,8 +130,7 @@ floor:
 N ?= 10
 MESHSIM_FLAGS ?=
 mesh-sim:
-	$(GO) build -o meshsim.bin ./tools/meshsim
-	./meshsim.bin -n $(N) -doc docs/performance.md $(MESHSIM_FLAGS); rc=$$?; rm -f meshsim.bin; exit $$rc
+	$(GO) run ./tools/meshsim -n $(N) -doc docs/performance.md $(MESHSIM_FLAGS)
 
 ## fuzz: each fuzz target for FUZZTIME (default 60s)
 FUZZTIME ?= 60s
