@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// The agent's garbage-collection policy (docs/performance.md "Garbage
+// collection while the agent starts"): while it starts (reads its objects,
+// configures the speaker, brings the sessions up and learns the first
+// routes) it allocates much and keeps most of it, so collecting at Go's
+// default GOGC (100) is mostly wasted work; once its State has stopped
+// changing the heap goal goes back to GOGC and the memory the start
+// freed goes back to the OS at once, not over minutes.
+const (
+	// defaultStartGCPercent is --gc-start-percent's default.
+	defaultStartGCPercent = 400
+	// startQuiet is how long the State must stay unchanged, after the loop
+	// is ready, for the start to be over.
+	startQuiet = 3 * time.Second
+	// startMax ends the start phase even if the State keeps changing
+	// (a neighbor flapping, a manifest directory written to all the time).
+	startMax = 2 * time.Minute
+)
+
+// gcStart is the start phase of the GC policy. observe is an observer of
+// published State (agent.LoopConfig.Published); run ends the phase.
+type gcStart struct {
+	percent int // GOGC during the start
+	settled int // GOGC after it: $GOGC's or Go's default
+	last    atomic.Int64
+	now     func() time.Time
+	log     *slog.Logger
+}
+
+// newGCStart applies the start's GOGC and returns the phase, or nil when
+// there is none: --gc-start-percent 0, or $GOGC set (the user's GC setting
+// wins, for the whole run).
+func newGCStart(percent int, log *slog.Logger) *gcStart {
+	if percent == 0 {
+		return nil
+	}
+	if v, ok := lookupGOGC(); ok {
+		log.Info("$GOGC is set: no GC start phase", "GOGC", v)
+		return nil
+	}
+	g := &gcStart{percent: percent, now: time.Now, log: log}
+	g.settled = debug.SetGCPercent(percent)
+	g.last.Store(g.now().UnixNano())
+	return g
+}
+
+// lookupGOGC is $GOGC, if set.
+func lookupGOGC() (string, bool) { return os.LookupEnv("GOGC") }
+
+// observe notes when the State last changed.
+func (g *gcStart) observe(state.State) { g.last.Store(g.now().UnixNano()) }
+
+// over reports whether the start is over at now: the loop is ready and
+// the State has not changed for startQuiet, or startMax has passed.
+func (g *gcStart) over(ready bool, began, now time.Time) bool {
+	if now.Sub(began) >= startMax {
+		return true
+	}
+	return ready && now.Sub(time.Unix(0, g.last.Load())) >= startQuiet
+}
+
+// run waits for the start to be over, then sets GOGC back and returns the
+// freed memory to the OS. It returns when ctx ends, or once it is done.
+func (g *gcStart) run(ctx context.Context, ready func() bool) error {
+	began := g.now()
+	t := time.NewTicker(startQuiet / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if g.over(ready(), began, g.now()) {
+			break
+		}
+	}
+	debug.SetGCPercent(g.settled)
+	debug.FreeOSMemory()
+	g.log.Info("start over: GC back to GOGC, freed memory returned to the OS", "GOGC", g.settled,
+		"after", g.now().Sub(began).Round(time.Millisecond))
+	return nil
+}
+
+// checkGCStartPercent validates --gc-start-percent.
+func checkGCStartPercent(p int) error {
+	if p < 0 {
+		return fmt.Errorf("--gc-start-percent %d: want a GOGC percentage, or 0 for no start phase", p)
+	}
+	return nil
+}
