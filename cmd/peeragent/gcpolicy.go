@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,8 +36,10 @@ const (
 // gcStart is the start phase of the GC policy. observe is an observer of
 // published State (agent.LoopConfig.Published); run ends the phase.
 type gcStart struct {
-	percent int // GOGC during the start
-	settled int // GOGC after it: $GOGC's or Go's default
+	percent int   // GOGC during the start
+	settled int   // GOGC after it: $GOGC's or Go's default
+	limit   int64 // the soft memory limit during the start (0: none set)
+	prevLim int64 // the one before it
 	last    atomic.Int64
 	now     func() time.Time
 	log     *slog.Logger
@@ -53,6 +58,15 @@ func newGCStart(percent int, log *slog.Logger) *gcStart {
 	}
 	g := &gcStart{percent: percent, now: time.Now, log: log}
 	g.settled = debug.SetGCPercent(percent)
+	// A larger GOGC must not take a big node's agent past its container's
+	// memory limit while it starts: the limit (less a tenth for what is
+	// not heap) bounds the heap then, unless $GOMEMLIMIT sets one already.
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		if c := cgroupMemoryLimit(cgroupRoot); c > 0 {
+			g.limit = c / 10 * 9
+			g.prevLim = debug.SetMemoryLimit(g.limit)
+		}
+	}
 	g.last.Store(g.now().UnixNano())
 	return g
 }
@@ -89,10 +103,39 @@ func (g *gcStart) run(ctx context.Context, ready func() bool) error {
 		}
 	}
 	debug.SetGCPercent(g.settled)
+	if g.limit > 0 {
+		debug.SetMemoryLimit(g.prevLim)
+	}
 	debug.FreeOSMemory()
 	g.log.Info("start over: GC back to GOGC, freed memory returned to the OS", "GOGC", g.settled,
 		"after", g.now().Sub(began).Round(time.Millisecond))
 	return nil
+}
+
+// cgroupRoot is where the process's cgroup is mounted (in a container:
+// its own, through the cgroup namespace); tests change it.
+var cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupMemoryLimit is the memory limit of the cgroup mounted at root
+// (cgroup v2 memory.max, else v1 memory/memory.limit_in_bytes) in bytes,
+// or 0 when there is none or it cannot be read.
+func cgroupMemoryLimit(root string) int64 {
+	for _, f := range []string{"memory.max", "memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			continue
+		}
+		v := strings.TrimSpace(string(b))
+		if v == "max" {
+			return 0
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || n >= 1<<62 { // v1's "none" is a page-rounded MaxInt64
+			return 0
+		}
+		return n
+	}
+	return 0
 }
 
 // checkGCStartPercent validates --gc-start-percent.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -99,5 +101,71 @@ func TestCheckGCStartPercent(t *testing.T) {
 		if err := checkGCStartPercent(p); (err == nil) != ok {
 			t.Errorf("checkGCStartPercent(%d) = %v", p, err)
 		}
+	}
+}
+
+func TestCgroupMemoryLimit(t *testing.T) {
+	write := func(t *testing.T, dir, name, v string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name, file, value string
+		want              int64
+	}{
+		{"v2 limit", "memory.max", "1073741824\n", 1 << 30},
+		{"v2 none", "memory.max", "max\n", 0},
+		{"v1 limit", "memory/memory.limit_in_bytes", "536870912\n", 512 << 20},
+		{"v1 none", "memory/memory.limit_in_bytes", "9223372036854771712\n", 0},
+		{"garbage", "memory.max", "lots\n", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, c.file, c.value)
+			if got := cgroupMemoryLimit(dir); got != c.want {
+				t.Errorf("cgroupMemoryLimit = %d, want %d", got, c.want)
+			}
+		})
+	}
+	if got := cgroupMemoryLimit(t.TempDir()); got != 0 {
+		t.Errorf("no cgroup files: %d, want 0", got)
+	}
+}
+
+func TestGCStartContainerLimit(t *testing.T) {
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+		t.Skip("$GOMEMLIMIT is set")
+	}
+	if _, ok := lookupGOGC(); ok {
+		t.Skip("$GOGC is set")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte("1073741824\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := cgroupRoot
+	cgroupRoot = dir
+	defer func() { cgroupRoot = old }()
+	prevPct, prevLim := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	defer func() { debug.SetGCPercent(prevPct); debug.SetMemoryLimit(prevLim) }()
+
+	g := newGCStart(400, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if got, want := debug.SetMemoryLimit(-1), int64(1<<30)/10*9; got != want {
+		t.Errorf("memory limit while starting = %d, want %d (0.9 of the container's)", got, want)
+	}
+	base := time.Now()
+	g.now = func() time.Time { return base.Add(time.Since(base) * 100) }
+	if err := g.run(context.Background(), func() bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != prevLim {
+		t.Errorf("memory limit after the start = %d, want the one before it (%d)", got, prevLim)
 	}
 }
