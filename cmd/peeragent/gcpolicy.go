@@ -26,8 +26,10 @@ const (
 	// defaultStartGCPercent is --gc-start-percent's default.
 	defaultStartGCPercent = 400
 	// startQuiet is how long the State must stay unchanged, after the loop
-	// is ready, for the start to be over.
-	startQuiet = 3 * time.Second
+	// is ready, for the start to be over: longer than GoBGP's connect
+	// retries (2-5 s), so that the sessions still coming up, and the routes
+	// they bring, are part of the start.
+	startQuiet = 10 * time.Second
 	// startMax ends the start phase even if the State keeps changing
 	// (a neighbor flapping, a manifest directory written to all the time).
 	startMax = 2 * time.Minute
@@ -90,7 +92,7 @@ func (g *gcStart) over(ready bool, began, now time.Time) bool {
 // freed memory to the OS. It returns when ctx ends, or once it is done.
 func (g *gcStart) run(ctx context.Context, ready func() bool) error {
 	began := g.now()
-	t := time.NewTicker(startQuiet / 3)
+	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {

@@ -43,7 +43,7 @@ func TestGCStartOver(t *testing.T) {
 		t.Error("over although the State changed 1 s after t0")
 	}
 	if !g.over(true, t0, t0.Add(time.Second+startQuiet)) {
-		t.Error("not over 3 s after the last change")
+		t.Error("not over startQuiet after the last change")
 	}
 }
 
