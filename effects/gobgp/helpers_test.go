@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +49,23 @@ func freePort(t *testing.T, addr string) uint16 {
 	}
 	defer l.Close()
 	return uint16(l.Addr().(*net.TCPAddr).Port)
+}
+
+// withoutTimes zeroes the At of each result (a PeerApplied, PathApplied,
+// ServerApplyFailed...), which differs between runs.
+func withoutTimes(as []state.Action) []state.Action {
+	out := make([]state.Action, len(as))
+	for i, a := range as {
+		v := reflect.New(reflect.TypeOf(a)).Elem()
+		v.Set(reflect.ValueOf(a))
+		if v.Kind() == reflect.Struct {
+			if at := v.FieldByName("At"); at.IsValid() && at.Type() == reflect.TypeFor[time.Time]() {
+				at.SetZero()
+			}
+		}
+		out[i] = v.Interface().(state.Action)
+	}
+	return out
 }
 
 // logBuf collects a test's logs. GoBGP's goroutines outlive the test, so
