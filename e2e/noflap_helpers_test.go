@@ -18,6 +18,29 @@ import (
 	"github.com/peeragent/peeragent/state"
 )
 
+// noflapView is what the two peers say of their session with the agent.
+type noflapView struct {
+	bird  bird.ProtocolState // BIRD's protocol noflapProto
+	birdN int                // how many times it was established since BIRD started
+	frr   frr.NeighborState  // FRR's neighbor, the agent's address
+}
+
+// noflapLook reads both peers' view of their session with the agent at
+// ourAddr.
+func noflapLook(t *testing.T, birdPeer *bird.Bird, frrPeer *frr.FRR, ourAddr netip.Addr) noflapView {
+	t.Helper()
+	var v noflapView
+	var err error
+	if v.bird, err = birdPeer.Protocol(noflapProto); err != nil {
+		t.Fatal(err)
+	}
+	v.birdN = birdPeer.Establishments(noflapProto)
+	if v.frr, err = frrPeer.Neighbor(ourAddr); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // noflapWaitEstablished waits until both sessions are established in our
 // State, in BIRD's `show protocols` and in FRR's `show bgp neighbors`.
 func noflapWaitEstablished(ctx context.Context, t *testing.T, l *agent.Loop, birdPeer *bird.Bird, frrPeer *frr.FRR, birdAddr, frrAddr netip.Addr) {
