@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"net/netip"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +10,7 @@ import (
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/internal/testrig/bird"
+	"github.com/peeragent/peeragent/internal/testrig/daemon"
 	"github.com/peeragent/peeragent/internal/testrig/frr"
 	"github.com/peeragent/peeragent/state"
 )
@@ -79,21 +76,14 @@ func noflapWait(ctx context.Context, t *testing.T, what string, cond func() bool
 	}
 }
 
+// noflapAddrs are the loopback addresses the no-flap test binds.
+var noflapAddrs = daemon.Dependency{What: "loopback address", Tests: "no-flap tests"}
+
 // noflapRequireAddrs skips the test loudly when the loopback addresses
 // cannot be bound, and fails it under CI=true.
 func noflapRequireAddrs(t *testing.T, addrs ...string) {
 	t.Helper()
-	for _, a := range addrs {
-		ln, err := net.Listen("tcp4", net.JoinHostPort(a, "0"))
-		if err != nil {
-			msg := fmt.Sprintf("SKIPPING NO-FLAP TEST: cannot bind %s (%v); it needs 127.0.0.0/8 on lo", a, err)
-			if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-		ln.Close()
-	}
+	noflapAddrs.RequireBind(t, addrs...)
 }
 
 func noflapByAddr(effs []effects.Effect) map[string]int {

@@ -2,11 +2,9 @@ package gobgp
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -17,26 +15,20 @@ import (
 	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/daemon"
 	"github.com/peeragent/peeragent/internal/testrig/logbuf"
 	"github.com/peeragent/peeragent/state"
 )
 
-// requireLoopback skips the test when the extra loopback addresses cannot
-// be bound, loudly, and fails it instead under CI=true, where the real
-// speaker tests must run.
+// loopback is the whole 127.0.0.0/8 on lo, which the real speaker tests
+// need: they fail without it under CI=true, where they must run.
+var loopback = daemon.Dependency{What: "loopback address", Tests: "real-speaker tests"}
+
+// requireLoopback skips the test, loudly, when the extra loopback
+// addresses cannot be bound (fails it under CI=true).
 func requireLoopback(t *testing.T, addrs ...string) {
 	t.Helper()
-	for _, a := range addrs {
-		l, err := net.Listen("tcp4", net.JoinHostPort(a, "0"))
-		if err != nil {
-			msg := fmt.Sprintf("SKIPPING REAL-SPEAKER TEST: cannot bind %s (%v); these tests need the whole 127.0.0.0/8 on lo", a, err)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-		l.Close()
-	}
+	loopback.RequireBind(t, addrs...)
 }
 
 // freePort returns a TCP port that is free on addr now. The speaker binds
