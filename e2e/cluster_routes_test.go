@@ -24,11 +24,7 @@ func TestClusterReportsRoutes(t *testing.T) {
 	e := clusterStart(t, 90*time.Second, nil, clusterCRDs)
 	group := watch.GroupCRD
 	birdAddr := netip.MustParseAddr("127.0.0.44")
-	birdPort := birdtest.FreePort(t, birdAddr)
-	port := freePort(t, clusterAddr)
-	b := birdtest.Start(t, birdtest.Config{Address: birdAddr, Port: birdPort, AS: 65001,
-		Announce:  []netip.Prefix{netip.MustParsePrefix("10.250.0.0/24")},
-		Neighbors: []birdtest.Neighbor{{Name: "agent", Address: netip.MustParseAddr(clusterAddr), Port: port, AS: 64512}}})
+	b, birdPort, port := clusterStartBird(t, birdAddr.String(), netip.MustParsePrefix("10.250.0.0/24"))
 	e.putNode(clusterNode, nil, map[string]string{watch.AnnotationIPv4: "127.0.0.1/8"})
 	e.putCalico(group, "BGPConfiguration", "default", map[string]any{"asNumber": int64(64512), "listenPort": int64(port),
 		"nodeToNodeMeshEnabled": false})
