@@ -96,3 +96,35 @@ func TestAgentLinksNoFullClientset(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentLinksNoOpenAPI: nothing the agent runs reads OpenAPI documents,
+// applies server-side, patches strategically or fakes a cluster, yet
+// client-go's generic typed client (gentype, which holds its fakes and so
+// client-go/testing with server-side apply's managed fields) and its
+// Event recorder (tools/record, which patches repeated Events
+// strategically) link kube-openapi's models and parsers, the gnostic
+// OpenAPI v2/v3 models with their protobuf descriptors, go-openapi and
+// structured-merge-diff's typed tree, and run their package inits
+// (docs/performance.md "What the binary maps"). watch.TypedClient makes
+// the typed requests itself and watch/status has its own recorder.
+func TestAgentLinksNoOpenAPI(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/cmd/peeragent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 100 {
+		t.Fatalf("go list returned too few dependencies: %q", out)
+	}
+	for _, d := range deps {
+		for _, f := range []string{"k8s.io/client-go/gentype", "k8s.io/client-go/testing", "k8s.io/client-go/tools/record",
+			"k8s.io/apimachinery/pkg/util/managedfields", "k8s.io/apimachinery/pkg/util/strategicpatch",
+			"github.com/google/gnostic-models", "github.com/go-openapi", "k8s.io/kube-openapi/pkg/util/proto",
+			"k8s.io/kube-openapi/pkg/validation", "k8s.io/kube-openapi/pkg/schemaconv",
+			"sigs.k8s.io/structured-merge-diff/v6/typed", "sigs.k8s.io/structured-merge-diff/v6/merge"} {
+			if d == f || strings.HasPrefix(d, f+"/") {
+				t.Errorf("the agent binary depends on %s", d)
+			}
+		}
+	}
+}
