@@ -5,6 +5,7 @@ package importrules
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -126,5 +127,25 @@ func TestAgentLinksNoOpenAPI(t *testing.T) {
 				t.Errorf("the agent binary depends on %s", d)
 			}
 		}
+	}
+}
+
+// TestAgentLinksOneYAMLv3: go-yaml v3 is in the binary once. GoBGP links
+// gopkg.in/yaml.v3 (through viper, from its config package), and the
+// manifest directory's alias bound (watch/files_bound.go) parses with the
+// same; its successor go.yaml.in/yaml/v3 is the same parser under another
+// path, 0.2 MB more code and another package init (docs/performance.md
+// "What the binary maps").
+func TestAgentLinksOneYAMLv3(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/cmd/peeragent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "gopkg.in/yaml.v3") {
+		t.Errorf("the agent binary no longer links gopkg.in/yaml.v3 (GoBGP moved?): let watch/files_bound.go follow it; deps %q", deps)
+	}
+	if slices.Contains(deps, "go.yaml.in/yaml/v3") {
+		t.Errorf("the agent binary links both gopkg.in/yaml.v3 and go.yaml.in/yaml/v3")
 	}
 }
