@@ -1,8 +1,7 @@
 package deploy
 
 import (
-	"io/fs"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -18,19 +17,11 @@ import (
 // kustomization.yaml (relative to deploy/, "." for deploy/ itself): each is
 // something `kubectl apply -k` is told to apply.
 func overlayDirs(t *testing.T) []string {
-	t.Helper()
 	var dirs []string
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, f := range walkFiles(t, func(string) bool { return true }) {
+		if path.Base(f) == "kustomization.yaml" {
+			dirs = append(dirs, path.Dir(f))
 		}
-		if !d.IsDir() && d.Name() == "kustomization.yaml" {
-			dirs = append(dirs, filepath.ToSlash(filepath.Dir(path)))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	slices.Sort(dirs)
 	return dirs

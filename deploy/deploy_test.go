@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -177,26 +178,37 @@ var fileDirs = []string{".", "base", "crds", "crds/v3", "monitoring"}
 // manifestFiles lists the YAML files of fileDirs, except the
 // kustomization.yaml files.
 func manifestFiles(t *testing.T) []string {
+	var files []string
+	for _, f := range walkFiles(t, func(dir string) bool { return slices.Contains(fileDirs, dir) }) {
+		ext := path.Ext(f)
+		if (ext == ".yaml" || ext == ".yml") && path.Base(f) != "kustomization.yaml" {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		t.Fatal("no manifests found")
+	}
+	return files
+}
+
+// walkFiles lists the files of deploy/ (slash-separated paths relative to
+// it) in lexical order, entering only the directories that enter accepts.
+func walkFiles(t *testing.T, enter func(dir string) bool) []string {
 	t.Helper()
 	var files []string
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
 			return err
-		}
-		if d.IsDir() && !slices.Contains(fileDirs, filepath.ToSlash(path)) {
+		case d.IsDir() && !enter(filepath.ToSlash(p)):
 			return fs.SkipDir
-		}
-		ext := filepath.Ext(path)
-		if !d.IsDir() && (ext == ".yaml" || ext == ".yml") && d.Name() != "kustomization.yaml" {
-			files = append(files, filepath.ToSlash(path))
+		case !d.IsDir():
+			files = append(files, filepath.ToSlash(p))
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no manifests found")
 	}
 	return files
 }

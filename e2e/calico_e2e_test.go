@@ -18,7 +18,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -133,15 +132,11 @@ func TestCalicoOverlayEndToEnd(t *testing.T) {
 		t.Logf("ip -n %s route show proto 201:\n%s", ns, out)
 	}
 	var bgp string
-	if !clusterPoll(e.ctx, 60*time.Second, func() bool {
-		u, err := e.dyn.Resource(clusterCalicoResource(group, "CalicoNodeStatus")).Get(e.ctx, "node-a", metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		out, _ := yaml.Marshal(u.Object["status"])
+	if _, ok := e.waitNodeStatus(group, "node-a", 60*time.Second, func(status map[string]any) bool {
+		out, _ := yaml.Marshal(status)
 		bgp = string(out)
 		return strings.Contains(bgp, "numberEstablishedV4: 2") && strings.Contains(bgp, "peerIP: "+calToR)
-	}) {
+	}); !ok {
 		t.Fatalf("CalicoNodeStatus node-a: no 2 established IPv4 peers with the ToR:\n%s", bgp)
 	}
 	t.Logf("kubectl get caliconodestatus node-a -o yaml (status):\n%s", bgp)

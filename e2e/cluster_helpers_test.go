@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/state"
 )
@@ -74,6 +76,22 @@ func clusterPoll(ctx context.Context, limit time.Duration, cond func() bool) boo
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	return poll(ctx, 20*time.Millisecond, cond)
+}
+
+// waitNodeStatus polls the CalicoNodeStatus name (of group's API) until
+// ok accepts its status, within limit, and returns the last status read
+// (nil before there is one) and whether ok accepted it.
+func (e *clusterEnv) waitNodeStatus(group, name string, limit time.Duration, ok func(status map[string]any) bool) (map[string]any, bool) {
+	var status map[string]any
+	done := clusterPoll(e.ctx, limit, func() bool {
+		u, err := e.dyn.Resource(clusterCalicoResource(group, "CalicoNodeStatus")).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		status, _ = u.Object["status"].(map[string]any)
+		return ok(status)
+	})
+	return status, done
 }
 
 // clusterExpect checks that effs are exactly the effects named, each by

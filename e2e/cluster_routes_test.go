@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	birdtest "github.com/peeragent/peeragent/internal/testrig/bird"
 	"github.com/peeragent/peeragent/state"
 	"github.com/peeragent/peeragent/watch"
@@ -26,11 +24,7 @@ func TestClusterReportsRoutes(t *testing.T) {
 	e := clusterStart(t, 90*time.Second, nil, clusterCRDs)
 	group := watch.GroupCRD
 	birdAddr := netip.MustParseAddr("127.0.0.44")
-	birdPort := birdtest.FreePort(t, birdAddr)
-	port := freePort(t, clusterAddr)
-	b := birdtest.Start(t, birdtest.Config{Address: birdAddr, Port: birdPort, AS: 65001,
-		Announce:  []netip.Prefix{netip.MustParsePrefix("10.250.0.0/24")},
-		Neighbors: []birdtest.Neighbor{{Name: "agent", Address: netip.MustParseAddr(clusterAddr), Port: port, AS: 64512}}})
+	b, birdPort, port := clusterStartBird(t, birdAddr.String(), netip.MustParsePrefix("10.250.0.0/24"))
 	e.putNode(clusterNode, nil, map[string]string{watch.AnnotationIPv4: "127.0.0.1/8"})
 	e.putCalico(group, "BGPConfiguration", "default", map[string]any{"asNumber": int64(64512), "listenPort": int64(port),
 		"nodeToNodeMeshEnabled": false})
@@ -49,18 +43,13 @@ func TestClusterReportsRoutes(t *testing.T) {
 		t.Fatalf("BIRD's session with the agent: %v; problems %v", err, a.problems())
 	}
 
-	var status map[string]any
 	var routes string
-	if !clusterPoll(e.ctx, clusterWaitMax, func() bool {
-		u, err := e.dyn.Resource(clusterCalicoResource(group, "CalicoNodeStatus")).Get(e.ctx, "node-a-routes", metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		status, _ = u.Object["status"].(map[string]any)
+	status, ok := e.waitNodeStatus(group, "node-a-routes", clusterWaitMax, func(status map[string]any) bool {
 		j, _ := json.Marshal(status["routes"])
 		routes = string(j)
 		return strings.Contains(routes, "10.250.0.0/24") && strings.Contains(routes, "10.244.1.0/26")
-	}) {
+	})
+	if !ok {
 		t.Fatalf("CalicoNodeStatus status.routes %s; problems %v", routes, a.problems())
 	}
 	j, _ := json.MarshalIndent(status, "", "  ")

@@ -250,10 +250,7 @@ func TestClusterServiceAtBird(t *testing.T) {
 	e := clusterStart(t, 90*time.Second, nil, clusterCRDs)
 	group := watch.GroupCRD
 	birdAddr := netip.MustParseAddr("127.0.0.43")
-	birdPort := birdtest.FreePort(t, birdAddr)
-	port := freePort(t, clusterAddr)
-	b := birdtest.Start(t, birdtest.Config{Address: birdAddr, Port: birdPort, AS: 65001, Neighbors: []birdtest.Neighbor{{
-		Name: "agent", Address: netip.MustParseAddr(clusterAddr), Port: port, AS: 64512}}})
+	b, birdPort, port := clusterStartBird(t, birdAddr.String())
 	e.putNode(clusterNode, nil, map[string]string{watch.AnnotationIPv4: "127.0.0.1/8"})
 	e.putCalico(group, "BGPConfiguration", "default", map[string]any{"listenPort": int64(port), "nodeToNodeMeshEnabled": false,
 		"serviceLoadBalancerIPs": []any{map[string]any{"cidr": "192.0.2.0/24"}}})
@@ -290,6 +287,19 @@ func TestClusterServiceAtBird(t *testing.T) {
 	}
 	t.Logf("the endpoint not ready: BIRD's show route 192.0.2.10/32: %s", clusterBirdRoute(t, e, b, "192.0.2.10/32", false))
 	clusterBirdRoute(t, e, b, "192.0.2.0/24", true)
+}
+
+// clusterStartBird starts BIRD 2 at addr as the ToR, AS 65001, announcing
+// announce to its one neighbor "agent": the agent on clusterAddr, AS
+// 64512, at the port it returns (free now), after BIRD's own.
+func clusterStartBird(t *testing.T, addr string, announce ...netip.Prefix) (b *birdtest.Bird, birdPort, port int) {
+	t.Helper()
+	birdAddr := netip.MustParseAddr(addr)
+	birdPort = birdtest.FreePort(t, birdAddr)
+	port = freePort(t, clusterAddr)
+	b = birdtest.Start(t, birdtest.Config{Address: birdAddr, Port: birdPort, AS: 65001, Announce: announce,
+		Neighbors: []birdtest.Neighbor{{Name: "agent", Address: netip.MustParseAddr(clusterAddr), Port: port, AS: 64512}}})
+	return b, birdPort, port
 }
 
 // clusterBirdRoute waits until BIRD has (or has not) a route for prefix and

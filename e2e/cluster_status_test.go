@@ -35,16 +35,11 @@ func TestClusterReportsStatus(t *testing.T) {
 	a := e.startAgent(clusterAgentConfig{group: group, published: []func(state.State){rep.Observe}})
 	defer a.stop()
 
-	var status map[string]any
-	if !clusterPoll(e.ctx, clusterWaitMax, func() bool {
-		u, err := e.dyn.Resource(clusterCalicoResource(group, "CalicoNodeStatus")).Get(e.ctx, "node-a-status", metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		status, _ = u.Object["status"].(map[string]any)
+	status, ok := e.waitNodeStatus(group, "node-a-status", clusterWaitMax, func(status map[string]any) bool {
 		j, _ := json.Marshal(status["bgp"])
 		return strings.Contains(string(j), `"peerIP":"10.0.0.10"`)
-	}) {
+	})
+	if !ok {
 		t.Fatalf("CalicoNodeStatus status %v; problems %v", status, a.problems())
 	}
 	j, _ := json.MarshalIndent(status, "", "  ")

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -142,25 +141,11 @@ func birdComm(b *bird.Bird, prefix string) (commRoute, string) {
 }
 
 func (p *commPeers) frrRoute(t *testing.T, prefix string) commRoute {
-	out, err := p.frr.Exec("show bgp ipv4 unicast " + prefix + " json")
-	if err != nil {
+	r, _, err := p.frr.Route(netip.MustParsePrefix(prefix))
+	if err != nil || r.Prefix != prefix || len(r.Paths) == 0 {
 		return commRoute{}
 	}
-	var route struct {
-		Prefix string `json:"prefix"`
-		Paths  []struct {
-			Community struct {
-				String string `json:"string"`
-			} `json:"community"`
-			LargeCommunity struct {
-				String string `json:"string"`
-			} `json:"largeCommunity"`
-		} `json:"paths"`
-	}
-	if json.Unmarshal([]byte(out), &route) != nil || route.Prefix != prefix || len(route.Paths) == 0 {
-		return commRoute{}
-	}
-	return commRoute{have: true, std: route.Paths[0].Community.String, large: route.Paths[0].LargeCommunity.String}
+	return commRoute{have: true, std: r.Paths[0].Community.String, large: r.Paths[0].LargeCommunity.String}
 }
 
 // waitRoutes waits until both peers show both prefixes with (or without)

@@ -246,26 +246,10 @@ func (a *nsAgent) healthy(ctx context.Context) error {
 // 201, only learned via nextHop on dev, metric 1024.
 func checkKernel6(t *testing.T, ns, learned, nextHop, dev string) {
 	t.Helper()
-	out, err := exec.Command("ip", "-n", ns, "-j", "-6", "route", "show", "table", "main").Output()
-	if err != nil {
-		t.Fatalf("ip -n %s -j -6 route: %v", ns, err)
-	}
-	var rs []struct {
-		Dst      string `json:"dst"`
-		Gateway  string `json:"gateway"`
-		Dev      string `json:"dev"`
-		Protocol string `json:"protocol"`
-		Metric   int    `json:"metric"`
-	}
-	if err := json.Unmarshal(out, &rs); err != nil {
-		t.Fatalf("ip -j -6 route: %v\n%s", err, out)
-	}
+	rs, _ := kernelRoutes(t, ns, "-6")
 	var ours []string
 	ok := false
 	for _, r := range rs {
-		if r.Protocol != fmt.Sprint(pingProto) {
-			continue // the kernel's own routes of the link
-		}
 		ours = append(ours, fmt.Sprintf("%+v", r))
 		ok = ok || r.Dst == learned && r.Gateway == nextHop && r.Dev == dev && r.Metric == pingPrio
 	}

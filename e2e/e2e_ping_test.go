@@ -112,14 +112,7 @@ func TestPingBetweenTwoAgents(t *testing.T) {
 		t.Logf("before the agents: echo %s -> %s: no reply (%v)", pingPodA, pingPodB, err)
 	}
 
-	dirA, dirB := t.TempDir(), t.TempDir()
-	for _, dir := range []string{dirA, dirB} {
-		writeFile(t, dir, "nodes.yaml", pingNodes)
-		writeFile(t, dir, "bgp.yaml", pingBGP)
-		writeFile(t, dir, "pool.yaml", pingPool)
-		writeFile(t, dir, "affinity-a.yaml", pingAffinityA)
-		writeFile(t, dir, "affinity-b.yaml", pingAffinityB)
-	}
+	dirA, dirB := pingManifests(t, true), pingManifests(t, true)
 	bin := buildAgent(t)
 	a := startNSAgent(t, bin, nsA, dirA, "node-a", pingAddrA)
 	b := startNSAgent(t, bin, nsB, dirB, "node-b", pingAddrB)
@@ -429,29 +422,61 @@ func kernelRoute(t *testing.T, h *netlink.Handle, prefix string) (netlink.Route,
 	return rs[0], true
 }
 
+// pingManifests is a new manifest directory of the ping cluster: both
+// nodes, the BGP configuration, the pool and node-a's block; node-b's
+// block too when withB.
+func pingManifests(t *testing.T, withB bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, dir, "nodes.yaml", pingNodes)
+	writeFile(t, dir, "bgp.yaml", pingBGP)
+	writeFile(t, dir, "pool.yaml", pingPool)
+	writeFile(t, dir, "affinity-a.yaml", pingAffinityA)
+	if withB {
+		writeFile(t, dir, "affinity-b.yaml", pingAffinityB)
+	}
+	return dir
+}
+
+// ipRoute is a route as `ip -j route` shows it.
+type ipRoute struct {
+	Type     string `json:"type"`
+	Dst      string `json:"dst"`
+	Gateway  string `json:"gateway"`
+	Dev      string `json:"dev"`
+	Protocol string `json:"protocol"`
+	Metric   int    `json:"metric"`
+}
+
+// kernelRoutes reads `ip -j route show table main` (with args such as
+// -6 before route) in ns and returns its routes of protocol 201, the
+// agent's, and the whole output.
+func kernelRoutes(t *testing.T, ns string, args ...string) ([]ipRoute, []byte) {
+	t.Helper()
+	cmd := append(append([]string{"-n", ns, "-j"}, args...), "route", "show", "table", "main")
+	out, err := exec.Command("ip", cmd...).Output()
+	if err != nil {
+		t.Fatalf("ip %s: %v", strings.Join(cmd, " "), err)
+	}
+	var rs, ours []ipRoute
+	if err := json.Unmarshal(out, &rs); err != nil {
+		t.Fatalf("ip %s: %v\n%s", strings.Join(cmd, " "), err, out)
+	}
+	for _, r := range rs {
+		if r.Protocol == fmt.Sprint(pingProto) { // not the kernel's own routes of the link
+			ours = append(ours, r)
+		}
+	}
+	return ours, out
+}
+
 // checkKernel reads `ip -j route show table main` in ns: of protocol
 // 201, learned via nextHop and own as a blackhole, both with metric 1024, and nothing else.
 func checkKernel(t *testing.T, ns, learned, nextHop, own string) {
 	t.Helper()
-	out, err := exec.Command("ip", "-n", ns, "-j", "route", "show", "table", "main").Output()
-	if err != nil {
-		t.Fatalf("ip -n %s -j route: %v", ns, err)
-	}
-	var rs []struct {
-		Type     string `json:"type"`
-		Dst      string `json:"dst"`
-		Gateway  string `json:"gateway"`
-		Protocol string `json:"protocol"`
-		Metric   int    `json:"metric"`
-	}
-	if err := json.Unmarshal(out, &rs); err != nil {
-		t.Fatalf("ip -j route: %v\n%s", err, out)
-	}
+	rs, out := kernelRoutes(t, ns)
 	var via, drop bool
 	for _, r := range rs {
-		if r.Protocol != fmt.Sprint(pingProto) {
-			continue // the kernel's own routes of the veth subnet
-		}
 		if r.Metric != pingPrio {
 			t.Errorf("%s: route %s: metric %d, want %d", ns, r.Dst, r.Metric, pingPrio)
 		}

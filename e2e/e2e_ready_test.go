@@ -25,11 +25,7 @@ func TestReadyzWhenKernelRefusesRoutes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := nodeNS(t, ctx, "y")
-	dir := t.TempDir()
-	writeFile(t, dir, "nodes.yaml", pingNodes)
-	writeFile(t, dir, "bgp.yaml", pingBGP)
-	writeFile(t, dir, "pool.yaml", pingPool)
-	writeFile(t, dir, "affinity-a.yaml", pingAffinityA)
+	dir := pingManifests(t, false)
 	a := startNSAgentVia(t, []string{"setpriv", "--bounding-set", "-net_admin", "--inh-caps", "-net_admin"},
 		buildAgent(t), ns, dir, "node-a", pingAddrA, "--route-settle-max", "1s")
 

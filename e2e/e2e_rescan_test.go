@@ -15,12 +15,7 @@ func TestRescanRepairsKernelRoutes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := nodeNS(t, ctx, "r")
-
-	dir := t.TempDir()
-	writeFile(t, dir, "nodes.yaml", pingNodes)
-	writeFile(t, dir, "bgp.yaml", pingBGP)
-	writeFile(t, dir, "pool.yaml", pingPool)
-	writeFile(t, dir, "affinity-a.yaml", pingAffinityA)
+	dir := pingManifests(t, false)
 	// node-b never answers: the routes settle at --route-settle-max.
 	a := startNSAgent(t, buildAgent(t), ns, dir, "node-a", pingAddrA, "--route-settle-max", "1s", "--route-rescan", "500ms")
 	h := nsHandle(t, ns)

@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"net/netip"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,9 +10,33 @@ import (
 	"github.com/peeragent/peeragent/agent"
 	"github.com/peeragent/peeragent/effects"
 	"github.com/peeragent/peeragent/internal/testrig/bird"
+	"github.com/peeragent/peeragent/internal/testrig/daemon"
 	"github.com/peeragent/peeragent/internal/testrig/frr"
 	"github.com/peeragent/peeragent/state"
 )
+
+// noflapView is what the two peers say of their session with the agent.
+type noflapView struct {
+	bird  bird.ProtocolState // BIRD's protocol noflapProto
+	birdN int                // how many times it was established since BIRD started
+	frr   frr.NeighborState  // FRR's neighbor, the agent's address
+}
+
+// noflapLook reads both peers' view of their session with the agent at
+// ourAddr.
+func noflapLook(t *testing.T, birdPeer *bird.Bird, frrPeer *frr.FRR, ourAddr netip.Addr) noflapView {
+	t.Helper()
+	var v noflapView
+	var err error
+	if v.bird, err = birdPeer.Protocol(noflapProto); err != nil {
+		t.Fatal(err)
+	}
+	v.birdN = birdPeer.Establishments(noflapProto)
+	if v.frr, err = frrPeer.Neighbor(ourAddr); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
 
 // noflapWaitEstablished waits until both sessions are established in our
 // State, in BIRD's `show protocols` and in FRR's `show bgp neighbors`.
@@ -56,21 +76,14 @@ func noflapWait(ctx context.Context, t *testing.T, what string, cond func() bool
 	}
 }
 
+// noflapAddrs are the loopback addresses the no-flap test binds.
+var noflapAddrs = daemon.Dependency{What: "loopback address", Tests: "no-flap tests"}
+
 // noflapRequireAddrs skips the test loudly when the loopback addresses
 // cannot be bound, and fails it under CI=true.
 func noflapRequireAddrs(t *testing.T, addrs ...string) {
 	t.Helper()
-	for _, a := range addrs {
-		ln, err := net.Listen("tcp4", net.JoinHostPort(a, "0"))
-		if err != nil {
-			msg := fmt.Sprintf("SKIPPING NO-FLAP TEST: cannot bind %s (%v); it needs 127.0.0.0/8 on lo", a, err)
-			if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-		ln.Close()
-	}
+	noflapAddrs.RequireBind(t, addrs...)
 }
 
 func noflapByAddr(effs []effects.Effect) map[string]int {

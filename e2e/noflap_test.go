@@ -113,17 +113,9 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	time.Sleep(time.Second) // let the start-up settle (collisions, first updates) before taking the baseline
 	noflapWaitEstablished(ctx, t, l, birdPeer, frrPeer, birdAddr, frrAddr)
 	noflapWaitBlock(ctx, t, birdPeer, frrPeer, ourAddr)
-	birdBefore, err := birdPeer.Protocol(noflapProto)
-	if err != nil {
-		t.Fatal(err)
-	}
-	birdN0 := birdPeer.Establishments(noflapProto)
-	frrBefore, err := frrPeer.Neighbor(ourAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !frrBefore.MD5 {
-		t.Errorf("FRR's neighbor %s has no MD5 password: %s", ourAddr, frrBefore)
+	before := noflapLook(t, birdPeer, frrPeer, ourAddr)
+	if !before.frr.MD5 {
+		t.Errorf("FRR's neighbor %s has no MD5 password: %s", ourAddr, before.frr)
 	}
 	ourBefore := map[netip.Addr]state.Session{birdAddr: noflapSession(l, birdAddr), frrAddr: noflapSession(l, frrAddr)}
 	for a, s := range ourBefore {
@@ -166,15 +158,7 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	if n := l.State().Out.Neighbors.Len(); n != 2 {
 		t.Errorf("node-a has %d neighbors after the changes, want the 2 peers", n)
 	}
-	birdAfter, err := birdPeer.Protocol(noflapProto)
-	if err != nil {
-		t.Fatal(err)
-	}
-	birdN1 := birdPeer.Establishments(noflapProto)
-	frrAfter, err := frrPeer.Neighbor(ourAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := noflapLook(t, birdPeer, frrPeer, ourAddr)
 	t.Logf("change mix: %s; %d loop steps (Reduce+Diff: %d changes one per step, %d in a burst); all reduced in %v, then %v of quiet",
 		noflapMix(mix), steps, noflapChanges/2, noflapChanges-noflapChanges/2, drained.Round(time.Millisecond), noflapQuiet)
 	t.Logf("%d unrelated changes: speaker calls %d (%s %d, %s %d); secret watch calls %d; actions reduced %d (%d session, %d results); "+
@@ -182,8 +166,8 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 		"our flaps BIRD %d→%d, FRR %d→%d",
 		noflapChanges, len(effs), noflapBirdAddr, perAddr[noflapBirdAddr], noflapFRRAddr, perAddr[noflapFRRAddr],
 		watcher.calls()-watchesBefore, got.total, got.sessions, got.results,
-		birdN0, birdN1, birdAfter.SameSessionAs(birdBefore), birdBefore.SinceText, birdAfter.SinceText,
-		frrBefore.ConnectionsEstablished, frrAfter.ConnectionsEstablished, frrBefore.ConnectionsDropped, frrAfter.ConnectionsDropped,
+		before.birdN, after.birdN, after.bird.SameSessionAs(before.bird), before.bird.SinceText, after.bird.SinceText,
+		before.frr.ConnectionsEstablished, after.frr.ConnectionsEstablished, before.frr.ConnectionsDropped, after.frr.ConnectionsDropped,
 		ourBefore[birdAddr].Flaps, noflapSession(l, birdAddr).Flaps, ourBefore[frrAddr].Flaps, noflapSession(l, frrAddr).Flaps)
 
 	if perAddr[noflapBirdAddr] != 0 || perAddr[noflapFRRAddr] != 0 {
@@ -198,13 +182,13 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 		t.Errorf("the loop reduced %d actions (%d session changes, %d results), want exactly the %d changes",
 			got.total, got.sessions, got.results, noflapChanges)
 	}
-	if !birdAfter.SameSessionAs(birdBefore) || birdN1 != birdN0 {
-		t.Errorf("BIRD's session was reset: before %s (%d establishments), after %s (%d)", birdBefore, birdN0, birdAfter, birdN1)
+	if !after.bird.SameSessionAs(before.bird) || after.birdN != before.birdN {
+		t.Errorf("BIRD's session was reset: before %s (%d establishments), after %s (%d)", before.bird, before.birdN, after.bird, after.birdN)
 	}
-	if !frrAfter.SameSessionAs(frrBefore) {
-		t.Errorf("FRR's session was reset: before %s, after %s", frrBefore, frrAfter)
+	if !after.frr.SameSessionAs(before.frr) {
+		t.Errorf("FRR's session was reset: before %s, after %s", before.frr, after.frr)
 	}
-	noflapSameRoutes(t, birdBefore, birdAfter, frrBefore, frrAfter)
+	noflapSameRoutes(t, before.bird, after.bird, before.frr, after.frr)
 	for _, a := range []netip.Addr{birdAddr, frrAddr} {
 		if s := noflapSession(l, a); s.Phase != state.PhaseEstablished || s.BGP != "established" || s.Flaps != 0 || s.Gen != ourBefore[a].Gen {
 			t.Errorf("our session with %s: phase %q bgp %q flaps %d gen %d (was gen %d), want established, no flap, same generation",
@@ -226,7 +210,7 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 		t.Fatal(err)
 	}
 	frrRot, err := frrPeer.WaitNeighbor(ctx, ourAddr, func(n frr.NeighborState) bool {
-		return n.Established() && n.ConnectionsEstablished > frrAfter.ConnectionsEstablished
+		return n.Established() && n.ConnectionsEstablished > after.frr.ConnectionsEstablished
 	})
 	if err != nil {
 		t.Fatalf("FRR never re-established after the rotation: %v", err)
@@ -237,33 +221,25 @@ func TestNoFlapsAgainstBirdAndFRR(t *testing.T) {
 	})
 	reEstablished := time.Since(rot)
 	time.Sleep(time.Second) // a second reset would show here
-	frrFinal, err := frrPeer.Neighbor(ourAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	birdFinal, err := birdPeer.Protocol(noflapProto)
-	if err != nil {
-		t.Fatal(err)
-	}
-	birdN2 := birdPeer.Establishments(noflapProto)
+	final := noflapLook(t, birdPeer, frrPeer, ourAddr)
 	rotEffs := counter.since(mark)
 	rotAddr := noflapByAddr(rotEffs)
 	t.Logf("positive control, FRR password rotated: speaker calls %d (%s %d, %s %d) [%s]; "+
 		"FRR connectionsEstablished %d→%d, dropped %d→%d (re-established in %v); BIRD establishments %d→%d, same session %v; "+
 		"our flaps FRR %d, BIRD %d",
 		len(rotEffs), noflapFRRAddr, rotAddr[noflapFRRAddr], noflapBirdAddr, rotAddr[noflapBirdAddr], strings.Join(counter.strings(mark), "; "),
-		frrAfter.ConnectionsEstablished, frrFinal.ConnectionsEstablished, frrAfter.ConnectionsDropped, frrFinal.ConnectionsDropped,
-		reEstablished.Round(time.Millisecond), birdN1, birdN2, birdFinal.SameSessionAs(birdBefore),
+		after.frr.ConnectionsEstablished, final.frr.ConnectionsEstablished, after.frr.ConnectionsDropped, final.frr.ConnectionsDropped,
+		reEstablished.Round(time.Millisecond), after.birdN, final.birdN, final.bird.SameSessionAs(before.bird),
 		noflapSession(l, frrAddr).Flaps, noflapSession(l, birdAddr).Flaps)
 
 	if up, ok := noflapOnly(rotEffs).(effects.UpdatePeer); !ok || up.New.Address != frrAddr || !up.Reset {
 		t.Errorf("rotation effects: %v, want exactly one session-reset update-peer for %s", counter.strings(mark), frrAddr)
 	}
-	if frrFinal.ConnectionsEstablished != frrAfter.ConnectionsEstablished+1 || !frrFinal.SameSessionAs(frrRot) {
-		t.Errorf("FRR after the rotation: %s, want exactly one more establishment than %s", frrFinal, frrAfter)
+	if final.frr.ConnectionsEstablished != after.frr.ConnectionsEstablished+1 || !final.frr.SameSessionAs(frrRot) {
+		t.Errorf("FRR after the rotation: %s, want exactly one more establishment than %s", final.frr, after.frr)
 	}
-	if !birdFinal.SameSessionAs(birdBefore) || birdN2 != birdN0 {
-		t.Errorf("BIRD's session moved with FRR's rotation: before %s (%d), after %s (%d)", birdBefore, birdN0, birdFinal, birdN2)
+	if !final.bird.SameSessionAs(before.bird) || final.birdN != before.birdN {
+		t.Errorf("BIRD's session moved with FRR's rotation: before %s (%d), after %s (%d)", before.bird, before.birdN, final.bird, final.birdN)
 	}
 	if s := noflapSession(l, frrAddr); s.Flaps != 1 || s.Applied == nil || s.Applied.Password.Reveal() != noflapFRRPw2 {
 		t.Errorf("our FRR session after the rotation: phase %q flaps %d", s.Phase, s.Flaps)

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -106,7 +105,7 @@ func TestExecuteIsIdempotent(t *testing.T) {
 		state.PeerApplied{Address: n1.Address, Gen: 1}, state.PeerApplied{Address: n2.Address, Gen: 2},
 		state.PeerApplied{Address: n1.Address, Gen: 3},
 	}
-	if d := cmp.Diff(want, stripTimes(res), addrs); d != "" {
+	if d := cmp.Diff(want, withoutTimes(res), addrs); d != "" {
 		t.Errorf("results (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(before, snapshot(t, sp.Executor)); d != "" {
@@ -129,29 +128,6 @@ func TestExecuteIsIdempotent(t *testing.T) {
 // addrs lets cmp compare the netip values inside Actions.
 var addrs = cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{})
 
-func stripTimes(as []state.Action) []state.Action {
-	out := make([]state.Action, len(as))
-	for i, a := range as {
-		switch x := a.(type) {
-		case state.PeerApplied:
-			x.At = time.Time{}
-			out[i] = x
-		case state.PeerApplyFailed:
-			x.At = time.Time{}
-			out[i] = x
-		case state.ServerApplied:
-			x.At = time.Time{}
-			out[i] = x
-		case state.ServerApplyFailed:
-			x.At = time.Time{}
-			out[i] = x
-		default:
-			out[i] = a
-		}
-	}
-	return out
-}
-
 func TestExecuteReportsEachNeighborOnce(t *testing.T) {
 	sp := newSpeaker(t, "127.0.0.1")
 	good := passiveNeighbor("10.0.0.4", 64513)
@@ -166,7 +142,7 @@ func TestExecuteReportsEachNeighborOnce(t *testing.T) {
 		state.PeerApplyFailed{Address: good.Address, Gen: 2, Error: "set policy 10.0.0.4: bgp server hasn't started yet"},
 		state.PeerApplied{Address: good.Address, Gen: 3}, state.PeerApplied{Address: good.Address, Gen: 4},
 	}
-	if d := cmp.Diff(wantEarly, stripTimes(early), addrs); d != "" {
+	if d := cmp.Diff(wantEarly, withoutTimes(early), addrs); d != "" {
 		t.Errorf("before the server starts (-want +got):\n%s", d)
 	}
 
@@ -191,7 +167,7 @@ func TestExecuteReportsEachNeighborOnce(t *testing.T) {
 		state.PeerApplied{Address: good.Address, Gen: 7},
 		state.PeerApplyFailed{Address: secret.Address, Gen: 8, Error: "add peer 10.0.0.5 (AS 64515): route-reflector-cluster-id should be specified as IPv4 address or 32-bit unsigned integer"},
 	}
-	if d := cmp.Diff(want, stripTimes(res), addrs); d != "" {
+	if d := cmp.Diff(want, withoutTimes(res), addrs); d != "" {
 		t.Errorf("results (-want +got):\n%s", d)
 	}
 	if _, ok, _ := sp.currentPeer(context.Background(), badPolicy.Address); ok {
@@ -239,7 +215,7 @@ func TestServerEffects(t *testing.T) {
 
 	stop := effects.StopServer{Old: moved}
 	for range 2 {
-		if got := mustApply(t, sp.Executor, stop, effects.DeletePeer{Addr: n.Address, Gen: 3}); !cmp.Equal(stripTimes(got),
+		if got := mustApply(t, sp.Executor, stop, effects.DeletePeer{Addr: n.Address, Gen: 3}); !cmp.Equal(withoutTimes(got),
 			[]state.Action{state.ServerApplied{}, state.PeerApplied{Address: n.Address, Gen: 3}}, addrs) {
 			t.Errorf("stop: %v", got)
 		}
@@ -256,7 +232,7 @@ func TestExecuteAfterCancelFailsEachNeighbor(t *testing.T) {
 	n := passiveNeighbor("10.0.0.2", 64513)
 	got := sp.Execute(ctx, []effects.Effect{effects.AddPeer{Neighbor: n, Gen: 1}})
 	want := []state.Action{state.PeerApplyFailed{Address: n.Address, Gen: 1, Error: "add peer 10.0.0.2 (AS 64513): context canceled"}}
-	if d := cmp.Diff(want, stripTimes(got), addrs); d != "" {
+	if d := cmp.Diff(want, withoutTimes(got), addrs); d != "" {
 		t.Errorf("results (-want +got):\n%s", d)
 	}
 }

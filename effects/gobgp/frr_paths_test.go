@@ -2,7 +2,6 @@ package gobgp
 
 import (
 	"context"
-	"encoding/json"
 	"net/netip"
 	"slices"
 	"strings"
@@ -52,27 +51,17 @@ func TestFRRReceivesOwnIPv6Block(t *testing.T) {
 	if _, err := peer.WaitEstablished(wctx, lo6); err != nil {
 		t.Fatalf("FRR never established with us: %v\nagent steps:\n%s", err, strings.Join(ag.steps(), "\n"))
 	}
+	var route frr.Route
 	var out string
+	var err error
 	ok := pollUntil(establishTimeout, func() bool {
-		out, _ = peer.Exec("show bgp ipv6 unicast " + block + " json")
+		route, out, err = peer.Route(netip.MustParsePrefix(block))
 		return strings.Contains(out, `"nexthops"`)
 	})
 	if !ok {
 		t.Fatalf("FRR never received %s:\n%s", block, out)
 	}
-	var route struct {
-		Prefix string `json:"prefix"`
-		Paths  []struct {
-			Community struct {
-				String string `json:"string"`
-			} `json:"community"`
-			Nexthops []struct {
-				IP    string `json:"ip"`
-				Scope string `json:"scope"`
-			} `json:"nexthops"`
-		} `json:"paths"`
-	}
-	if err := json.Unmarshal([]byte(out), &route); err != nil || len(route.Paths) != 1 {
+	if err != nil || len(route.Paths) != 1 {
 		t.Fatalf("FRR's route %s: %v:\n%s", block, err, out)
 	}
 	p := route.Paths[0]

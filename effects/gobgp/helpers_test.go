@@ -2,11 +2,10 @@ package gobgp
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -16,26 +15,20 @@ import (
 	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/internal/testrig/daemon"
 	"github.com/peeragent/peeragent/internal/testrig/logbuf"
 	"github.com/peeragent/peeragent/state"
 )
 
-// requireLoopback skips the test when the extra loopback addresses cannot
-// be bound, loudly, and fails it instead under CI=true, where the real
-// speaker tests must run.
+// loopback is the whole 127.0.0.0/8 on lo, which the real speaker tests
+// need: they fail without it under CI=true, where they must run.
+var loopback = daemon.Dependency{What: "loopback address", Tests: "real-speaker tests"}
+
+// requireLoopback skips the test, loudly, when the extra loopback
+// addresses cannot be bound (fails it under CI=true).
 func requireLoopback(t *testing.T, addrs ...string) {
 	t.Helper()
-	for _, a := range addrs {
-		l, err := net.Listen("tcp4", net.JoinHostPort(a, "0"))
-		if err != nil {
-			msg := fmt.Sprintf("SKIPPING REAL-SPEAKER TEST: cannot bind %s (%v); these tests need the whole 127.0.0.0/8 on lo", a, err)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-		l.Close()
-	}
+	loopback.RequireBind(t, addrs...)
 }
 
 // freePort returns a TCP port that is free on addr now. The speaker binds
@@ -48,6 +41,23 @@ func freePort(t *testing.T, addr string) uint16 {
 	}
 	defer l.Close()
 	return uint16(l.Addr().(*net.TCPAddr).Port)
+}
+
+// withoutTimes zeroes the At of each result (a PeerApplied, PathApplied,
+// ServerApplyFailed...), which differs between runs.
+func withoutTimes(as []state.Action) []state.Action {
+	out := make([]state.Action, len(as))
+	for i, a := range as {
+		v := reflect.New(reflect.TypeOf(a)).Elem()
+		v.Set(reflect.ValueOf(a))
+		if v.Kind() == reflect.Struct {
+			if at := v.FieldByName("At"); at.IsValid() && at.Type() == reflect.TypeFor[time.Time]() {
+				at.SetZero()
+			}
+		}
+		out[i] = v.Interface().(state.Action)
+	}
+	return out
 }
 
 // logBuf collects a test's logs. GoBGP's goroutines outlive the test, so

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 
@@ -92,21 +91,4 @@ func TestBatchedAddPathsEqualOneByOne(t *testing.T) {
 	if want := len(plainRes)/2 + 1; failed != want {
 		t.Errorf("%d failures, want %d: %v", failed, want, plainRes)
 	}
-}
-
-// withoutTimes zeroes the results' At, which differ between runs.
-func withoutTimes(as []state.Action) []state.Action {
-	out := make([]state.Action, len(as))
-	for i, a := range as {
-		switch x := a.(type) {
-		case state.PathApplied:
-			x.At = time.Time{}
-			a = x
-		case state.PathApplyFailed:
-			x.At = time.Time{}
-			a = x
-		}
-		out[i] = a
-	}
-	return out
 }

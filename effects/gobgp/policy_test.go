@@ -79,6 +79,26 @@ func TestObjectsFor(t *testing.T) {
 		}
 		return r
 	}
+	// objects are the neighbor's two sets, which every policy with objects
+	// of its own has, then lines.
+	objects := func(addr netip.Addr, lines ...string) []string {
+		set := netip.PrefixFrom(addr, addr.BitLen())
+		return append([]string{
+			fmt.Sprintf("neighbor-set peeragent-%s-neighbor [%s]", addr, set),
+			fmt.Sprintf("neighbor-set peeragent-%s-filter [%s]", addr, set),
+		}, lines...)
+	}
+	// calicoExport are Calico's export statements, in a neighbor's own
+	// export policy when it has one.
+	calicoExport := []string{
+		"  peeragent-10.0.0.2-export-calico-local: route-type local -> accept",
+		"  peeragent-10.0.0.2-export-calico-own: in peeragent-own-v4 -> reject",
+		"  peeragent-10.0.0.2-export-calico-nobgp: in peeragent-nobgp-v4 -> reject",
+		"  peeragent-10.0.0.2-export-calico-rrsvc: in peeragent-rrsvc-v4 -> accept",
+		"  peeragent-10.0.0.2-export-calico-svc: in peeragent-svc-v4 -> accept",
+		"  peeragent-10.0.0.2-export-calico-pools: in peeragent-pools-v4 -> accept",
+		"  peeragent-10.0.0.2-export-calico-reject: -> reject",
+	}
 	tests := []struct {
 		name   string
 		addr   netip.Addr
@@ -90,9 +110,7 @@ func TestObjectsFor(t *testing.T) {
 			rule("accept", "Equal", "10.20.0.0/16", 0, 0),
 			rule("reject", "NotEqual", "10.30.1.0/24", 0, 0),
 			rule("accept", "In", "10.40.0.0/16", 0, 0),
-		}}, []string{
-			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
-			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
+		}}, objects(v4,
 			"prefix-set peeragent-10.0.0.2-import-1-prefix 10.10.0.0/16 16..32",
 			"prefix-set peeragent-10.0.0.2-import-2-prefix 10.20.0.0/16 16..16",
 			"prefix-set peeragent-10.0.0.2-import-3-prefix 10.30.1.0/24 24..24",
@@ -102,14 +120,12 @@ func TestObjectsFor(t *testing.T) {
 			"  peeragent-10.0.0.2-import-2: in peeragent-10.0.0.2-import-2-prefix -> accept",
 			"  peeragent-10.0.0.2-import-3: not-in peeragent-10.0.0.2-import-3-prefix -> reject",
 			"  peeragent-10.0.0.2-import-4: in peeragent-10.0.0.2-import-4-prefix -> accept",
-		}},
+		)},
 		{"prefix-length-bounds-on-in-only", v4, state.Policy{Export: []state.Rule{
 			rule("accept", "In", "10.0.0.0/8", 16, 24),
 			rule("reject", "NotIn", "10.0.0.0/8", 0, 24),
 			rule("accept", "Equal", "10.0.0.0/8", 8, 24),
-		}}, []string{
-			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
-			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
+		}}, objects(v4,
 			"prefix-set peeragent-10.0.0.2-export-1-prefix 10.0.0.0/8 16..24",
 			"prefix-set peeragent-10.0.0.2-export-2-prefix 10.0.0.0/8 8..24",
 			"prefix-set peeragent-10.0.0.2-export-3-prefix 10.0.0.0/8 8..8",
@@ -117,94 +133,66 @@ func TestObjectsFor(t *testing.T) {
 			"  peeragent-10.0.0.2-export-1: in peeragent-10.0.0.2-export-1-prefix -> accept",
 			"  peeragent-10.0.0.2-export-2: not-in peeragent-10.0.0.2-export-2-prefix -> reject",
 			"  peeragent-10.0.0.2-export-3: in peeragent-10.0.0.2-export-3-prefix -> accept",
-		}},
+		)},
 		{"from-remote-peers-is-external-or-internal", v4, state.Policy{Export: []state.Rule{
 			{Filter: "f", Action: "reject", FromRemotePeers: true},
 			{Filter: "f", Action: "accept", FromRemotePeers: true, Operator: "In", Prefix: netip.MustParsePrefix("77.0.0.0/16")},
-		}}, []string{
-			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
-			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
+		}}, objects(v4,
 			"prefix-set peeragent-10.0.0.2-export-2-prefix 77.0.0.0/16 16..32",
 			"export peeragent-filters-export",
 			"  peeragent-10.0.0.2-export-1-ebgp: route-type external -> reject",
 			"  peeragent-10.0.0.2-export-1-ibgp: route-type internal -> reject",
 			"  peeragent-10.0.0.2-export-2-ebgp: in peeragent-10.0.0.2-export-2-prefix route-type external -> accept",
 			"  peeragent-10.0.0.2-export-2-ibgp: in peeragent-10.0.0.2-export-2-prefix route-type internal -> accept",
-		}},
+		)},
 		{"unconditional-rule", v4, state.Policy{Import: []state.Rule{
 			rule("accept", "Equal", "10.1.0.0/16", 0, 0),
 			{Filter: "f", Action: "reject"},
-		}}, []string{
-			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
-			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
+		}}, objects(v4,
 			"prefix-set peeragent-10.0.0.2-import-1-prefix 10.1.0.0/16 16..16",
 			"import peeragent-filters-import",
 			"  peeragent-10.0.0.2-import-1: in peeragent-10.0.0.2-import-1-prefix -> accept",
 			"  peeragent-10.0.0.2-import-2: -> reject",
-		}},
+		)},
 		{"next-hop-self-before-export-rules", v4, state.Policy{NextHop: "self", Export: []state.Rule{
 			rule("reject", "In", "172.16.0.0/12", 0, 0),
-		}}, []string{
-			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
-			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
+		}}, objects(v4,
 			"prefix-set peeragent-10.0.0.2-export-1-prefix 172.16.0.0/12 12..32",
 			"export peeragent-filters-export",
 			"  peeragent-10.0.0.2-export-next-hop: next-hop self -> none",
 			"  peeragent-10.0.0.2-export-1: in peeragent-10.0.0.2-export-1-prefix -> reject",
-		}},
-		{"next-hop-keep-alone", v4, state.Policy{NextHop: "keep"}, []string{
-			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
-			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
+		)},
+		{"next-hop-keep-alone", v4, state.Policy{NextHop: "keep"}, objects(v4,
 			"export peeragent-filters-export",
 			"  peeragent-10.0.0.2-export-next-hop: next-hop unchanged -> none",
-		}},
+		)},
 		// Calico's export alone: the shared policy covers the neighbor,
 		// nothing of its own.
 		{"standard-has-no-objects", v4, state.Policy{CalicoExport: true}, nil},
 		{"import-rules-bring-own-objects-with-calico-export", v4, state.Policy{CalicoExport: true, Import: []state.Rule{
 			{Filter: "f", Action: "reject"},
-		}}, []string{
-			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
-			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
+		}}, append(objects(v4,
 			"import peeragent-filters-import",
 			"  peeragent-10.0.0.2-import-1: -> reject",
 			"export peeragent-filters-export",
-			"  peeragent-10.0.0.2-export-calico-local: route-type local -> accept",
-			"  peeragent-10.0.0.2-export-calico-own: in peeragent-own-v4 -> reject",
-			"  peeragent-10.0.0.2-export-calico-nobgp: in peeragent-nobgp-v4 -> reject",
-			"  peeragent-10.0.0.2-export-calico-rrsvc: in peeragent-rrsvc-v4 -> accept",
-			"  peeragent-10.0.0.2-export-calico-svc: in peeragent-svc-v4 -> accept",
-			"  peeragent-10.0.0.2-export-calico-pools: in peeragent-pools-v4 -> accept",
-			"  peeragent-10.0.0.2-export-calico-reject: -> reject",
-		}},
+		), calicoExport...)},
 		// Export rules of its own: Calico's statements follow them in the
 		// neighbor's own export policy.
 		{"own-export-then-calico", v4, state.Policy{CalicoExport: true, NextHop: "self", Export: []state.Rule{
 			rule("accept", "Equal", "10.99.0.0/24", 0, 0),
-		}}, []string{
-			"neighbor-set peeragent-10.0.0.2-neighbor [10.0.0.2/32]",
-			"neighbor-set peeragent-10.0.0.2-filter [10.0.0.2/32]",
+		}}, append(objects(v4,
 			"prefix-set peeragent-10.0.0.2-export-1-prefix 10.99.0.0/24 24..24",
 			"export peeragent-filters-export",
 			"  peeragent-10.0.0.2-export-next-hop: next-hop self -> none",
 			"  peeragent-10.0.0.2-export-1: in peeragent-10.0.0.2-export-1-prefix -> accept",
-			"  peeragent-10.0.0.2-export-calico-local: route-type local -> accept",
-			"  peeragent-10.0.0.2-export-calico-own: in peeragent-own-v4 -> reject",
-			"  peeragent-10.0.0.2-export-calico-nobgp: in peeragent-nobgp-v4 -> reject",
-			"  peeragent-10.0.0.2-export-calico-rrsvc: in peeragent-rrsvc-v4 -> accept",
-			"  peeragent-10.0.0.2-export-calico-svc: in peeragent-svc-v4 -> accept",
-			"  peeragent-10.0.0.2-export-calico-pools: in peeragent-pools-v4 -> accept",
-			"  peeragent-10.0.0.2-export-calico-reject: -> reject",
-		}},
+		), calicoExport...)},
 		{"ipv6-neighbor", v6, state.Policy{Import: []state.Rule{
 			rule("accept", "In", "fd00:10::/32", 48, 64),
-		}}, []string{
-			"neighbor-set peeragent-fd00::2-neighbor [fd00::2/128]",
-			"neighbor-set peeragent-fd00::2-filter [fd00::2/128]",
+		}}, objects(v6,
 			"prefix-set peeragent-fd00::2-import-1-prefix fd00:10::/32 48..64",
 			"import peeragent-filters-import",
 			"  peeragent-fd00::2-import-1: in peeragent-fd00::2-import-1-prefix -> accept",
-		}},
+		)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

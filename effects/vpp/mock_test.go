@@ -37,12 +37,13 @@ func newFakeVPP(t *testing.T, retvals ...int32) *fakeVPP {
 	return f
 }
 
-// mockConn is govpp's mock adapter answering with handler, behind a real
-// core.Connection that the test's end disconnects.
-func mockConn(t *testing.T, handler mock.ReplyHandler) (*mock.VppAdapter, *core.Connection) {
+// mockConn is govpp's mock adapter answering each request with the reply
+// handle gives (see answer), behind a real core.Connection that the
+// test's end disconnects.
+func mockConn(t *testing.T, handle func(api.Message) api.Message) (*mock.VppAdapter, *core.Connection) {
 	t.Helper()
 	a := mock.NewVppAdapter()
-	a.MockReplyHandler(handler)
+	a.MockReplyHandler(func(req mock.MessageDTO) ([]byte, uint16, bool) { return answer(t, a, req, handle) })
 	conn, err := core.Connect(a)
 	if err != nil {
 		t.Fatalf("connect to mock VPP: %v", err)
@@ -77,6 +78,21 @@ func decodeRequest(t *testing.T, a *mock.VppAdapter, req mock.MessageDTO) (msg a
 	return msg, true
 }
 
+// answer is the mock's answer to req: the reply handle gives to the
+// request decoded, or none (handle returns nil) for a dump, whose details
+// and control_ping reply come from the mock's queue.
+func answer(t *testing.T, a *mock.VppAdapter, req mock.MessageDTO, handle func(api.Message) api.Message) ([]byte, uint16, bool) {
+	msg, ok := decodeRequest(t, a, req)
+	if !ok {
+		return nil, 0, false
+	}
+	reply := handle(msg)
+	if reply == nil {
+		return nil, 0, false
+	}
+	return encodeReply(t, a, req, reply)
+}
+
 // encodeReply is reply as the mock's answer to req.
 func encodeReply(t *testing.T, a *mock.VppAdapter, req mock.MessageDTO, reply api.Message) ([]byte, uint16, bool) {
 	data, err := a.ReplyBytes(req, reply)
@@ -88,23 +104,16 @@ func encodeReply(t *testing.T, a *mock.VppAdapter, req mock.MessageDTO, reply ap
 	return data, id, true
 }
 
-func (f *fakeVPP) reply(req mock.MessageDTO) ([]byte, uint16, bool) {
-	msg, ok := decodeRequest(f.t, f.adapter, req)
-	if !ok {
-		return nil, 0, false
-	}
-	var reply api.Message
+func (f *fakeVPP) reply(msg api.Message) api.Message {
 	switch msg := msg.(type) {
 	case *ip.IPRouteAddDelV2:
-		reply = &ip.IPRouteAddDelV2Reply{Retval: f.record(msg)}
+		return &ip.IPRouteAddDelV2Reply{Retval: f.record(msg)}
 	case *fib.FibSourceAdd:
 		f.record(msg)
-		reply = &fib.FibSourceAddReply{ID: f.sourceID}
-	default: // a dump: its details come from the queue
-		f.record(msg)
-		return nil, 0, false
+		return &fib.FibSourceAddReply{ID: f.sourceID}
 	}
-	return encodeReply(f.t, f.adapter, req, reply)
+	f.record(msg) // a dump: its details come from the queue
+	return nil
 }
 
 // record keeps msg and pops the retval to answer it with.

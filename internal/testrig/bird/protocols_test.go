@@ -2,6 +2,7 @@ package bird
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,14 +12,7 @@ import (
 // testdata/show-protocols-all.txt is real BIRD 2.0.12 output: two static
 // protocols, an Established session and one refused (Active).
 func TestParseProtocols(t *testing.T) {
-	raw, err := os.ReadFile("testdata/show-protocols-all.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := ParseProtocols(string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := parseTestdata(t, "show-protocols-all.txt")
 	tests := []struct {
 		name  string
 		proto string
@@ -112,14 +106,7 @@ func checkNobody(t *testing.T, p ProtocolState) {
 // with `graceful restart on` on both sides, restart times 8 s (BIRD) and
 // 10 s (its peer).
 func TestParseProtocolsGracefulRestart(t *testing.T) {
-	raw, err := os.ReadFile("testdata/show-protocols-gr.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := ParseProtocols(string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := parseTestdata(t, "show-protocols-gr.txt")
 	p := got["to_b"]
 	gr := func(secs string) map[string]string {
 		return map[string]string{"Restart time": secs, "AF supported": "ipv4", "AF preserved": ""}
@@ -193,4 +180,18 @@ func TestLogBufferCountsEstablishments(t *testing.T) {
 	if got := l.establishedCount("other"); got != 0 {
 		t.Errorf("unfinished line counted: other = %d", got)
 	}
+}
+
+// parseTestdata is ParseProtocols of testdata/name, failing t on an error.
+func parseTestdata(t *testing.T, name string) map[string]ProtocolState {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseProtocols(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

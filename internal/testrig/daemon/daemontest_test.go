@@ -213,6 +213,28 @@ func TestDependencyMissing(t *testing.T) {
 	}
 }
 
+// TestRequireBind: an address of lo passes; one this host does not have
+// (TEST-NET-1) is a missing dependency.
+func TestRequireBind(t *testing.T) {
+	d := &Dependency{What: "address", Tests: "Widget tests"}
+	t.Setenv("CI", "")
+	for _, tc := range []struct{ addr, want string }{
+		{addr: "127.0.0.1", want: ""},
+		{addr: "192.0.2.1", want: "skip: !!! CANNOT BIND 192.0.2.1 ("},
+	} {
+		e := &ender{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			d.RequireBind(e, tc.addr)
+		}()
+		<-done
+		if !strings.HasPrefix(e.ended, tc.want) || (tc.want == "") != (e.ended == "") {
+			t.Errorf("%s: %q, want %q...", tc.addr, e.ended, tc.want)
+		}
+	}
+}
+
 // TestPoll: Poll returns the first value ok accepts; it fails with the
 // last value seen when the process exits or the context ends first.
 func TestPoll(t *testing.T) {

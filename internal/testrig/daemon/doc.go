@@ -4,8 +4,8 @@
 // SIGTERM then SIGKILL, waiting for it to answer within a deadline
 // (Process.WaitReady) or for what it says to hold (Poll), finding its binary (LookPath, Executable), skipping
 // a test loudly when it is missing, or failing it under CI=true
-// (Dependency), and the files and ports it needs (WriteFileAtomic,
-// SocketDir, FreePort).
+// (Dependency; RequireBind for the loopback addresses a test binds), and
+// the files and ports it needs (WriteFileAtomic, SocketDir, FreePort).
 //
 // It holds no daemon-specific knowledge: each harness keeps its own
 // messages, timeouts and configuration, and passes them in.

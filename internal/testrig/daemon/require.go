@@ -41,6 +41,20 @@ func (d *Dependency) Missing(t testing.TB, reason string) {
 	t.Skipf("%s SKIPPED.", reason)
 }
 
+// RequireBind ends t (Missing) unless every one of addrs (IPv4
+// addresses) can be bound on this host: tests that use 127.0.0.0/8 beyond
+// 127.0.0.1 need it all on lo, as Linux has it.
+func (d *Dependency) RequireBind(t testing.TB, addrs ...string) {
+	t.Helper()
+	for _, a := range addrs {
+		l, err := net.Listen("tcp4", net.JoinHostPort(a, "0"))
+		if err != nil {
+			d.Missing(t, fmt.Sprintf("!!! CANNOT BIND %s (%v): 127.0.0.0/8 must be on lo.", a, err))
+		}
+		l.Close()
+	}
+}
+
 func inCI() bool {
 	ci, _ := strconv.ParseBool(os.Getenv("CI"))
 	return ci

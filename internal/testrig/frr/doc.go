@@ -50,7 +50,8 @@
 //     ASCII characters, no spaces), in plain text: test-only.
 //   - Talking to bgpd goes through vtysh (`vtysh --vty_socket DIR -d bgpd
 //     -c ...`), see Exec; about 50 ms a call. Neighbors parses `show bgp
-//     neighbors json`. The evidence that a session was not reset between
+//     neighbors json`; Route one prefix of the table (its paths'
+//     communities and next hops). The evidence that a session was not reset between
 //     two readings is NeighborState.ConnectionsEstablished, FRR's own
 //     count of the times the session entered Established (with
 //     ConnectionsDropped, the exits from it): compare readings with

@@ -80,6 +80,16 @@ func TestTwoFRRsEstablish(t *testing.T) {
 			if nb.ConnectionsEstablished != 1 || nb.ConnectionsDropped != 0 || nb.Messages.NotificationsRecv != 0 {
 				t.Errorf("B's session was reset: %v, messages %+v", nb, nb.Messages)
 			}
+			// Route reads B's table: the prefix via A, and nothing for one
+			// never announced.
+			r, out, err := b.Route(ca.Announce[0])
+			if err != nil || r.Prefix != "10.99.0.0/24" || len(r.Paths) != 1 || len(r.Paths[0].Nexthops) != 1 ||
+				r.Paths[0].Nexthops[0].IP != addrA.String() {
+				t.Errorf("B's route 10.99.0.0/24: %+v, %v\n%s", r, err, out)
+			}
+			if r, out, err := b.Route(netip.MustParsePrefix("10.98.0.0/24")); err != nil || r.Prefix != "" || len(r.Paths) != 0 {
+				t.Errorf("B's route 10.98.0.0/24, never announced: %+v, %v\n%s", r, err, out)
+			}
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package frr
 
 import (
-	"encoding/json"
 	"net/netip"
 	"slices"
 	"testing"
@@ -47,7 +46,7 @@ func TestZebraSharedLink(t *testing.T) {
 				n.Connection, n.NexthopGlobal, n.NexthopLocal, s.me.Addr.Addr(), s.me.LinkLocal)
 		}
 		got := nexthops(t, s.via, s.sent)
-		want := []nexthop{{IP: s.me.Addr.Addr().String(), Scope: "global"}, {IP: s.me.LinkLocal.String(), Scope: "link-local"}}
+		want := []Nexthop{{IP: s.me.Addr.Addr().String(), Scope: "global"}, {IP: s.me.LinkLocal.String(), Scope: "link-local"}}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s received %s with next hops %v, want %v", s.via, s.sent, got, want)
 		}
@@ -55,26 +54,12 @@ func TestZebraSharedLink(t *testing.T) {
 	}
 }
 
-type nexthop struct {
-	IP    string `json:"ip"`
-	Scope string `json:"scope"`
-}
-
-// nexthops are the next hops of f's one path of p (show bgp ipv6 unicast
-// P json).
-func nexthops(t *testing.T, f *FRR, p netip.Prefix) []nexthop {
+// nexthops are the next hops of f's one path of p.
+func nexthops(t *testing.T, f *FRR, p netip.Prefix) []Nexthop {
 	t.Helper()
-	out, err := f.Exec("show bgp ipv6 unicast " + p.String() + " json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r struct {
-		Paths []struct {
-			Nexthops []nexthop `json:"nexthops"`
-		} `json:"paths"`
-	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Paths) != 1 {
-		t.Fatalf("%s: show bgp ipv6 unicast %s json: %v, %d paths: %s", f, p, err, len(r.Paths), out)
+	r, out, err := f.Route(p)
+	if err != nil || len(r.Paths) != 1 {
+		t.Fatalf("%s: route %s: %v, %d paths: %s", f, p, err, len(r.Paths), out)
 	}
 	return r.Paths[0].Nexthops
 }

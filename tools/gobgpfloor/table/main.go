@@ -37,20 +37,12 @@ func main() {
 		if len(fields) < 4 || !strings.HasPrefix(fields[0], "BenchmarkFloor/") {
 			continue
 		}
-		var k key
+		param := map[string]string{} // op=add -> "op": "add"
 		for _, part := range strings.Split(fields[0], "/")[1:] {
 			name, v, _ := strings.Cut(part, "=")
-			switch name {
-			case "op":
-				k.op = v
-			case "neighbors":
-				k.neighbors = v
-			case "families":
-				k.families = v
-			case "gobgp":
-				k.gobgp = v
-			}
+			param[name] = v
 		}
+		k := key{param["op"], param["neighbors"], param["families"], param["gobgp"]}
 		if !slices.Contains(versions, k.gobgp) {
 			versions = append(versions, k.gobgp)
 		}
