@@ -54,9 +54,10 @@ apiserver:
 	GO="$(GO)" bash tools/apiserver/build.sh >/dev/null || \
 	echo "apiserver: build failed (output above); real-cluster tests will skip, or fail under CI=true"
 
-## build: the agent binary, ./peeragent
+## build: the agent binary, ./peeragent, built as the image's (static: CGO_ENABLED=0,
+## -trimpath, no symbol table or DWARF: -s -w; tools/image, tools/meshsim)
 build:
-	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o peeragent ./cmd/peeragent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o peeragent ./cmd/peeragent
 
 ## image: the agent's image for $(IMAGE_ARCHES), one OCI index tagged $(IMAGE):$(VERSION), as
 ## peeragent-$(VERSION).oci.tar (an OCI image layout with Docker's manifest.json), and its SBOM,

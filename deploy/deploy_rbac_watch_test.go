@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -18,10 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/peeragent/peeragent/internal/testrig/typedclient"
 	"github.com/peeragent/peeragent/state"
@@ -156,11 +153,8 @@ func reporterRequests(t *testing.T, group string) []access {
 	client := fake.NewClientset()
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr: "CalicoNodeStatusList"}, cns)
-	b := record.NewBroadcaster()
-	defer b.Shutdown()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	r, err := status.New(status.Config{Dynamic: dyn, Group: group, Node: "node-a", Log: slog.New(slog.DiscardHandler),
-		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "peeragent"})})
+		Events: &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ type stateDump struct {
 	Neighbors []struct {
 		Address  string `json:"address"`
 		Password string `json:"password"`
+		Passive  bool   `json:"passive"`
 	} `json:"neighbors"`
 	Sessions []*state.Session    `json:"sessions"`
 	Problems []state.Problem     `json:"problems"`

@@ -140,6 +140,9 @@ func addrEffects(pn, nn *state.Neighbor, ps, ns *state.Session) []Effect {
 	if len(out) == 0 && ps != nil && ns != nil && ns.Retry > ps.Retry {
 		out = retry(cur(nn), ns)
 	}
+	if ps != nil && ns != nil && ns.Recreate > ps.Recreate && cur(nn) != nil && cur(pn) != nil {
+		out = append(out, RecreatePeer{Addr: nn.Address}) // docs/routes.md §9.5 rule 2
+	}
 	return out
 }
 

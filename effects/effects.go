@@ -82,6 +82,18 @@ type UpdatePeer struct {
 	Reset    bool
 }
 
+// RecreatePeer configures the neighbor at Addr anew in the speaker: GoBGP
+// DeletePeer, then AddPeer with the config last applied, when its session
+// is not Established (again) by then. Its new FSM has no idle hold, so the
+// restarted peer's first connection is taken (docs/routes.md §9.5 rule 2).
+// Diff emits it when the session's Recreate is bumped; the reducer keeps
+// the neighbor's learned paths meanwhile. No result is reported: the
+// session events of the new FSM follow. Idempotent in effect: another
+// recreation of a neighbor that is not Established changes nothing.
+type RecreatePeer struct {
+	Addr netip.Addr
+}
+
 // DeletePeer is GoBGP DeletePeer. Idempotent: an absent peer is success.
 type DeletePeer struct {
 	Addr netip.Addr
@@ -165,6 +177,7 @@ func (e UpdatePeer) String() string {
 }
 
 func (e DeletePeer) String() string   { return fmt.Sprintf("delete-peer %s gen=%d", e.Addr, e.Gen) }
+func (e RecreatePeer) String() string { return "recreate-peer " + e.Addr.String() }
 func (e DeletePolicy) String() string { return fmt.Sprintf("delete-policy %s gen=%d", e.Addr, e.Gen) }
 
 func (e SetPolicy) String() string {
@@ -186,6 +199,7 @@ func (UnwatchServices) Address() netip.Addr { return netip.Addr{} }
 func (e AddPeer) Address() netip.Addr       { return e.Neighbor.Address }
 func (e UpdatePeer) Address() netip.Addr    { return e.New.Address }
 func (e DeletePeer) Address() netip.Addr    { return e.Addr }
+func (e RecreatePeer) Address() netip.Addr  { return e.Addr }
 func (e SetPolicy) Address() netip.Addr     { return e.Addr }
 func (e DeletePolicy) Address() netip.Addr  { return e.Addr }
 

@@ -32,6 +32,7 @@ const (
 	KindUnwatchServices
 	KindRescanRoutes
 	KindAlarm
+	KindRecreatePeer
 )
 
 var kindNames = [...]string{
@@ -42,7 +43,7 @@ var kindNames = [...]string{
 	KindReplaceRoute: "route-replace", KindRemoveRoute: "route-remove",
 	KindAddPath: "add-path", KindDeletePath: "delete-path", KindSetAdd: "set-add", KindSetDel: "set-del",
 	KindResetOut: "reset-out", KindWatchServices: "watch-services", KindUnwatchServices: "unwatch-services",
-	KindRescanRoutes: "route-rescan", KindAlarm: "alarm",
+	KindRescanRoutes: "route-rescan", KindAlarm: "alarm", KindRecreatePeer: "recreate-peer",
 }
 
 // Kinds lists every kind, in declaration order.
@@ -125,5 +126,6 @@ func (UnwatchServices) Ref() Ref { return Ref{Kind: KindUnwatchServices} }
 func (e AddPeer) Ref() Ref       { return Ref{KindAddPeer, e.Neighbor.Address, e.Gen} }
 func (e UpdatePeer) Ref() Ref    { return Ref{KindUpdatePeer, e.New.Address, e.Gen} }
 func (e DeletePeer) Ref() Ref    { return Ref{KindDeletePeer, e.Addr, e.Gen} }
+func (e RecreatePeer) Ref() Ref  { return Ref{KindRecreatePeer, e.Addr, 0} }
 func (e SetPolicy) Ref() Ref     { return Ref{KindSetPolicy, e.Addr, e.Gen} }
 func (e DeletePolicy) Ref() Ref  { return Ref{KindDeletePolicy, e.Addr, e.Gen} }

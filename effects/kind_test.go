@@ -25,7 +25,7 @@ func oneOfEach() []Effect {
 		DeletePath{Prefix: netip.MustParsePrefix("10.244.1.0/26")},
 		SetAdd{Member: state.SetMember{Set: "peeragent-own-v4", Prefix: netip.MustParsePrefix("10.244.1.0/26"), Min: 26, Max: 32}},
 		SetDel{Member: state.SetMember{Set: "peeragent-own-v4", Prefix: netip.MustParsePrefix("10.244.1.0/26"), Min: 26, Max: 32}},
-		ResetOut{Addr: a, Family: "ipv4-unicast"}, Alarm{}}
+		ResetOut{Addr: a, Family: "ipv4-unicast"}, Alarm{}, RecreatePeer{Addr: a}}
 }
 
 // TestRefAgreesWithString: an effect's kind is the first word of its
@@ -75,7 +75,7 @@ func TestKindText(t *testing.T) {
 
 func TestGroup(t *testing.T) {
 	speaker, vpp, watches := Group(oneOfEach())
-	if len(speaker) != 13 || len(vpp) != 3 || len(watches) != 5 {
-		t.Errorf("Group: %d speaker, %d dataplane, %d watches and alarms; want 13, 3, 5", len(speaker), len(vpp), len(watches))
+	if len(speaker) != 14 || len(vpp) != 3 || len(watches) != 5 {
+		t.Errorf("Group: %d speaker, %d dataplane, %d watches and alarms; want 14, 3, 5", len(speaker), len(vpp), len(watches))
 	}
 }

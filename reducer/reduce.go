@@ -111,6 +111,9 @@ func (t *tx) finish() state.State {
 		t.resolve(k)
 	}
 	t.neighborRoutes(before, keys)
+	if len(t.s.Routing.Stale) > 0 {
+		t.staleNeighbors() // docs/routes.md §9.5 rule 2
+	}
 	if t.keysChanged && t.s.OptmemMax > 0 {
 		t.checkKeyMemory()
 	}

@@ -146,6 +146,7 @@ func (t *tx) sessionState(a state.SessionStateChanged) {
 			x.LastDownReason = "went to " + a.State
 		}
 		t.move(&x, evDown)
+		t.sessionLost(k, &x, a) // docs/routes.md §9.5 rule 2
 	}
 	x.BGP = a.State
 	t.prefixLimit(k, a)

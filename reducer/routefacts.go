@@ -37,6 +37,9 @@ func (t *tx) bestPaths(a state.BestPathsChanged) {
 		}
 		paths := countingPaths(b.Paths)
 		old, had := in.Learned.Get(k)
+		if had && len(t.s.Routing.Stale) > 0 {
+			paths = withStale(old.Paths, paths) // §9.5 rule 2
+		}
 		switch {
 		case len(paths) == 0 && had:
 			edits = append(edits, pmap.Edit[*state.BestPaths]{Key: k, Delete: true})
@@ -78,7 +81,7 @@ func samePaths(a, b []state.LearnedPath) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Neighbor != b[i].Neighbor || !slices.Equal(a[i].NextHops, b[i].NextHops) {
+		if a[i].Neighbor != b[i].Neighbor || a[i].Stale != b[i].Stale || !slices.Equal(a[i].NextHops, b[i].NextHops) {
 			return false
 		}
 	}
@@ -93,6 +96,7 @@ func (t *tx) endOfRIB(a state.EndOfRIBReceived) {
 		return
 	}
 	r.EOR = r.WithEOR(a.Neighbor, a.Family)
+	t.staleEOR(a.Neighbor.Unmap(), a.Family) // §9.5 rule 2
 }
 
 // tick moves the reducer's clock (docs/design.md "Time") and does what is
@@ -102,6 +106,7 @@ func (t *tx) tick(a state.Tick) {
 		t.s.Now = a.At
 	}
 	t.rescanDue()
+	t.staleDue() // §9.5 rule 2
 }
 
 // routesListed makes the dataplane's own routes the held set, once
@@ -137,7 +142,7 @@ func (t *tx) routesListed(a state.RoutesListed) {
 func (t *tx) newSpeaker() {
 	r := &t.s.Routing
 	r.SpeakerGen++
-	r.Settled, r.Since, r.SettleAt, r.EOR = false, time.Time{}, time.Time{}, nil
+	r.Settled, r.Since, r.SettleAt, r.EOR, r.Stale = false, time.Time{}, time.Time{}, nil, nil
 	if t.s.RoutesReady() {
 		t.s.Out.Routes.Range(func(k string, e *state.TableRoute) bool {
 			if e.Origin == "learned" && e.Wanted() {

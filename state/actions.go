@@ -110,11 +110,27 @@ type PeerApplyFailed struct {
 
 // SessionStateChanged: GoBGP's peer watch reported a session state
 // (idle, connect, active, opensent, openconfirm, established) at At.
+// Graceful, on the report that an Established session ended, says that it
+// ended for a graceful-restart cause the neighbor negotiated
+// (docs/routes.md §9.5 rule 2): not a reset this node made, not a removal,
+// not a prefix limit.
 type SessionStateChanged struct {
-	Address netip.Addr `json:"address"`
-	State   string     `json:"state"`
-	Reason  string     `json:"reason,omitempty"`
-	At      time.Time  `json:"at,omitzero"`
+	Address  netip.Addr    `json:"address"`
+	State    string        `json:"state"`
+	Reason   string        `json:"reason,omitempty"`
+	At       time.Time     `json:"at,omitzero"`
+	Graceful *GracefulLoss `json:"graceful,omitempty"`
+}
+
+// GracefulLoss is what the ended session's OPEN negotiated for graceful
+// restart (RFC 4724): the unicast families whose paths the neighbor asked
+// to be kept, the restart time it advertised, and whether it listed any
+// family for long-lived graceful restart (RFC 9494), whose paths outlive
+// the restart time (docs/routes.md §9.5 rule 2).
+type GracefulLoss struct {
+	Families       []string `json:"families,omitempty"`
+	RestartSeconds uint32   `json:"restartSeconds,omitempty"`
+	LongLived      bool     `json:"longLived,omitempty"`
 }
 
 func (PeerUpserted) ActionName() string          { return "peerUpserted" }

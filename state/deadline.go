@@ -15,6 +15,9 @@ func (s State) Deadline() time.Time {
 	if d, ok := s.FirstRetry(); ok {
 		at = earliest(at, d.At)
 	}
+	for _, x := range s.Routing.Stale {
+		at = earliest(at, x.Until)
+	}
 	return at
 }
 

@@ -16,6 +16,10 @@ type LearnedPath struct {
 	Neighbor  netip.Addr   `json:"neighbor,omitzero"`
 	Local     bool         `json:"local,omitempty"`
 	Withdrawn bool         `json:"withdrawn,omitempty"`
+	// Stale: kept by the reducer after its neighbor's session was lost
+	// gracefully and the neighbor configured anew (Routing.Stale,
+	// docs/routes.md §9.5 rule 2); never set in a fact.
+	Stale bool `json:"stale,omitempty"`
 }
 
 // BestPaths is one prefix of a best-path event: its new best path or, with
@@ -175,6 +179,39 @@ type Routing struct {
 	// Refused counts the learned prefixes refused, per cause (§9.2 rule
 	// 8); each cause with a count is one problem.
 	Refused RefusedCounts `json:"refused,omitempty"`
+	// Stale are the neighbors whose learned paths the reducer keeps after
+	// a graceful session loss (§9.5 rule 2), by address; a new slice
+	// whenever it changes.
+	Stale []StaleNeighbor `json:"stale,omitempty"`
+}
+
+// StaleNeighbor is a neighbor whose session was lost gracefully and that
+// the speaker configured anew (a RecreatePeer): its paths of Families
+// stay in the learned table, marked stale, until the new session's
+// End-of-RIB of each family, Until (the loss plus the restart time the
+// neighbor advertised), or the neighbor's removal or reset (docs/routes.md
+// §9.5 rule 2).
+type StaleNeighbor struct {
+	Neighbor netip.Addr `json:"neighbor"`
+	Families []string   `json:"families"`
+	Until    time.Time  `json:"until"`
+	// Config is the neighbor's config when the session was lost: another
+	// one that resets the session ends the wait.
+	Config *Neighbor `json:"-"`
+	// Prefixes are the keys (PrefixKey) of the learned prefixes that held
+	// a path of the neighbor then; Paths counts them.
+	Prefixes []string `json:"-"`
+	Paths    int      `json:"paths"`
+}
+
+// StaleOf is the stale record of addr, or nil.
+func (r Routing) StaleOf(addr netip.Addr) *StaleNeighbor {
+	for i := range r.Stale {
+		if r.Stale[i].Neighbor == addr {
+			return &r.Stale[i]
+		}
+	}
+	return nil
 }
 
 // HasEOR reports whether End-of-RIB from addr for family was received.

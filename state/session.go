@@ -61,6 +61,11 @@ type Session struct {
 	// failed).
 	Retry   uint64    `json:"retry,omitempty"`
 	RetryAt time.Time `json:"retryAt,omitzero"`
+	// Recreate is bumped when the session was lost gracefully and the
+	// neighbor is to be configured anew in the speaker, so that its new
+	// FSM takes the restarted peer's connection at once (docs/routes.md
+	// §9.5 rule 2): a one-shot request Diff turns into a RecreatePeer.
+	Recreate uint64 `json:"recreate,omitempty"`
 	// Applied is the last config the speaker confirmed (nil before any).
 	Applied *Neighbor `json:"-"`
 	// MD5FailuresSeen: the kernel's TCP-MD5 failure counters grew while

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -13,11 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/types"
 	kwatch "k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 )
 
@@ -41,10 +39,13 @@ type Client interface {
 
 // TypedClient is the Client of a cluster, and the sink of the status
 // reporter's Events: the requests client-go's generated typed clients make
-// (its generic gentype clients, protobuf preferred as they do), over a
-// scheme of core/v1 and discovery/v1 only. The full clientset
+// (their List and Watch, protobuf preferred as they do), over a scheme of
+// core/v1 and discovery/v1 only. The full clientset
 // (k8s.io/client-go/kubernetes) would link every typed client of every
-// API group and register all of them at start, for two groups used
+// API group and register all of them at start, for two groups used; and
+// client-go's generic typed client (k8s.io/client-go/gentype) links its
+// fakes' tracker (k8s.io/client-go/testing), with server-side apply's
+// managed fields, kube-openapi and the OpenAPI models behind it
 // (docs/performance.md "What the binary maps").
 type TypedClient struct {
 	core, discovery rest.Interface
@@ -111,38 +112,60 @@ func groupClient(c rest.Config, h *http.Client, path string, gv schema.GroupVers
 
 // Nodes implements Client.
 func (c *TypedClient) Nodes() Lister[*corev1.NodeList] {
-	return gentype.NewClientWithList("nodes", c.core, clientSchemes().params, "",
-		func() *corev1.Node { return &corev1.Node{} }, func() *corev1.NodeList { return &corev1.NodeList{} },
-		gentype.PrefersProtobuf[*corev1.Node]())
+	return lister[*corev1.NodeList]{c.core, "nodes", "", func() *corev1.NodeList { return &corev1.NodeList{} }}
 }
 
 // Pods implements Client.
 func (c *TypedClient) Pods(namespace string) Lister[*corev1.PodList] {
-	return gentype.NewClientWithList("pods", c.core, clientSchemes().params, namespace,
-		func() *corev1.Pod { return &corev1.Pod{} }, func() *corev1.PodList { return &corev1.PodList{} },
-		gentype.PrefersProtobuf[*corev1.Pod]())
+	return lister[*corev1.PodList]{c.core, "pods", namespace, func() *corev1.PodList { return &corev1.PodList{} }}
 }
 
 // Secrets implements Client.
 func (c *TypedClient) Secrets(namespace string) Lister[*corev1.SecretList] {
-	return gentype.NewClientWithList("secrets", c.core, clientSchemes().params, namespace,
-		func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} },
-		gentype.PrefersProtobuf[*corev1.Secret]())
+	return lister[*corev1.SecretList]{c.core, "secrets", namespace, func() *corev1.SecretList { return &corev1.SecretList{} }}
 }
 
 // Services implements Client.
 func (c *TypedClient) Services(namespace string) Lister[*corev1.ServiceList] {
-	return gentype.NewClientWithList("services", c.core, clientSchemes().params, namespace,
-		func() *corev1.Service { return &corev1.Service{} }, func() *corev1.ServiceList { return &corev1.ServiceList{} },
-		gentype.PrefersProtobuf[*corev1.Service]())
+	return lister[*corev1.ServiceList]{c.core, "services", namespace, func() *corev1.ServiceList { return &corev1.ServiceList{} }}
 }
 
 // EndpointSlices implements Client.
 func (c *TypedClient) EndpointSlices(namespace string) Lister[*discoveryv1.EndpointSliceList] {
-	return gentype.NewClientWithList("endpointslices", c.discovery, clientSchemes().params, namespace,
-		func() *discoveryv1.EndpointSlice { return &discoveryv1.EndpointSlice{} },
-		func() *discoveryv1.EndpointSliceList { return &discoveryv1.EndpointSliceList{} },
-		gentype.PrefersProtobuf[*discoveryv1.EndpointSlice]())
+	return lister[*discoveryv1.EndpointSliceList]{c.discovery, "endpointslices", namespace,
+		func() *discoveryv1.EndpointSliceList { return &discoveryv1.EndpointSliceList{} }}
+}
+
+// lister is a generated typed client's List and Watch of one resource
+// (client-go's gentype.Client, protobuf preferred): the same requests.
+type lister[L runtime.Object] struct {
+	c         rest.Interface
+	resource  string
+	namespace string // "": every namespace, or a cluster-scoped resource
+	newList   func() L
+}
+
+func (l lister[L]) request(opts *metav1.ListOptions) *rest.Request {
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	return l.c.Get().UseProtobufAsDefaultIfPreferred(true).
+		NamespaceIfScoped(l.namespace, l.namespace != "").Resource(l.resource).
+		VersionedParams(opts, clientSchemes().params).Timeout(timeout)
+}
+
+// List implements Lister.
+func (l lister[L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
+	list := l.newList()
+	err := l.request(&opts).Do(ctx).Into(list)
+	return list, err
+}
+
+// Watch implements Lister.
+func (l lister[L]) Watch(ctx context.Context, opts metav1.ListOptions) (kwatch.Interface, error) {
+	opts.Watch = true
+	return l.request(&opts).Watch(ctx)
 }
 
 // ServerGroups is the server's API groups (GET /apis), for ResolveGroup.
@@ -158,9 +181,15 @@ func (c *TypedClient) ServerGroups() (*metav1.APIGroupList, error) {
 	return &l, nil
 }
 
-// Events is the sink of an EventRecorder writing core/v1 Events, in the
-// event's own namespace (client-go's EventSinkImpl over Events("")).
-func (c *TypedClient) Events() record.EventSink { return eventSink{c.core} }
+// Events is where the status reporter's recorder writes core/v1 Events,
+// in the event's own namespace (what client-go's EventSinkImpl over
+// Events("") creates).
+func (c *TypedClient) Events() EventSink { return eventSink{c.core} }
+
+// EventSink creates Events (watch/status's EventSink).
+type EventSink interface {
+	Create(ev *corev1.Event) (*corev1.Event, error)
+}
 
 type eventSink struct{ c rest.Interface }
 
@@ -168,19 +197,5 @@ func (e eventSink) Create(ev *corev1.Event) (*corev1.Event, error) {
 	out := &corev1.Event{}
 	err := e.c.Post().NamespaceIfScoped(ev.Namespace, ev.Namespace != "").Resource("events").
 		Body(ev).Do(context.Background()).Into(out)
-	return out, err
-}
-
-func (e eventSink) Update(ev *corev1.Event) (*corev1.Event, error) {
-	out := &corev1.Event{}
-	err := e.c.Put().NamespaceIfScoped(ev.Namespace, ev.Namespace != "").Resource("events").
-		Name(ev.Name).Body(ev).Do(context.Background()).Into(out)
-	return out, err
-}
-
-func (e eventSink) Patch(ev *corev1.Event, data []byte) (*corev1.Event, error) {
-	out := &corev1.Event{}
-	err := e.c.Patch(types.StrategicMergePatchType).NamespaceIfScoped(ev.Namespace, ev.Namespace != "").
-		Resource("events").Name(ev.Name).Body(data).Do(context.Background()).Into(out)
 	return out, err
 }

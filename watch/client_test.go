@@ -30,6 +30,8 @@ func TestTypedClientRequests(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		var body any
 		switch {
+		case r.URL.Query().Get("watch") == "true":
+			return // an empty watch stream: the watch ends at once
 		case r.URL.Path == "/apis":
 			body = metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
 				Groups: []metav1.APIGroup{{Name: "projectcalico.org"}, {Name: "discovery.k8s.io"}}}
@@ -68,6 +70,16 @@ func TestTypedClientRequests(t *testing.T) {
 	if _, err := c.EndpointSlices("").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	w, err := c.Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: "7", AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	w, err = c.EndpointSlices("ns").Watch(ctx, metav1.ListOptions{LabelSelector: "a=b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
 	groups, err := ResolveGroup(c, GroupAuto)
 	if err != nil || groups != GroupV3 {
 		t.Fatalf("ResolveGroup = %q, %v; want %s", groups, err, GroupV3)
@@ -83,6 +95,8 @@ func TestTypedClientRequests(t *testing.T) {
 		"GET /api/v1/namespaces/ns/secrets" + proto,
 		"GET /api/v1/services" + proto,
 		"GET /apis/discovery.k8s.io/v1/endpointslices" + proto,
+		"GET /api/v1/nodes?allowWatchBookmarks=true&resourceVersion=7&watch=true" + proto,
+		"GET /apis/discovery.k8s.io/v1/namespaces/ns/endpointslices?labelSelector=a%3Db&watch=true" + proto,
 		"GET /apis accept=application/json",
 		"POST /api/v1/namespaces/shop/events accept=application/json, */*",
 	}
@@ -103,11 +117,17 @@ func TestTypedClientRequests(t *testing.T) {
 	_, _ = cs.CoreV1().Secrets("ns").List(ctx, metav1.ListOptions{})
 	_, _ = cs.CoreV1().Services("").List(ctx, metav1.ListOptions{})
 	_, _ = cs.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
+	if w, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: "7", AllowWatchBookmarks: true}); err == nil {
+		w.Stop()
+	}
+	if w, err := cs.DiscoveryV1().EndpointSlices("ns").Watch(ctx, metav1.ListOptions{LabelSelector: "a=b"}); err == nil {
+		w.Stop()
+	}
 	sink := &typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")}
 	_, _ = sink.Create(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1", Namespace: "shop"}, Reason: "Problem"})
 	mu.Lock()
 	defer mu.Unlock()
-	if full := slices.Delete(slices.Clone(want), 5, 6); !slices.Equal(got, full) {
+	if full := slices.Delete(slices.Clone(want), 7, 8); !slices.Equal(got, full) {
 		t.Errorf("the full clientset's requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(full, "\n"))
 	}
 }

@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"fmt"
 
-	yaml3 "go.yaml.in/yaml/v3"
+	// gopkg.in/yaml.v3, not its successor go.yaml.in/yaml/v3: GoBGP links
+	// the former (through viper), and the two parse alike (v3.0.1 and
+	// v3.0.5 differ only in decoding merged maps into Go values, which a
+	// Node is not); one copy in the binary (docs/performance.md "What the
+	// binary maps", internal/importrules TestAgentLinksOneYAMLv3).
+	yaml3 "gopkg.in/yaml.v3"
 )
 
 // YAML aliases let a small document stand for a huge one: 100 anchored

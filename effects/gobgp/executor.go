@@ -142,7 +142,8 @@ func (e *Executor) Close() error {
 // neighbor's effects stop at its first error; the other neighbors go on.
 // Path, set and reset-out effects run in Diff's order; each add-path and
 // delete-path reports one PathApplied or PathApplyFailed (a set or
-// reset-out failure is logged). VPP route and secret-watch effects are not the
+// reset-out failure is logged). A recreate-peer reports nothing (its
+// session events follow). VPP route and secret-watch effects are not the
 // speaker's and are ignored.
 func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.Action {
 	e.mu.Lock()
@@ -168,6 +169,8 @@ func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.A
 			}
 		case b.server != nil:
 			out = append(out, e.runServer(ctx, b.server))
+		case b.recreate.IsValid():
+			e.recreate(b.recreate, "its session was lost gracefully") // no result: docs/routes.md §9.5 rule 2
 		default:
 			out = append(out, e.runNeighbor(ctx, b))
 		}
@@ -178,11 +181,12 @@ func (e *Executor) Execute(ctx context.Context, effs []effects.Effect) []state.A
 // batch is one server effect, one path effect, or every effect of one
 // neighbor generation.
 type batch struct {
-	server effects.Effect
-	path   effects.Effect
-	addr   netip.Addr
-	gen    uint64
-	effs   []effects.Effect
+	server   effects.Effect
+	path     effects.Effect
+	recreate netip.Addr // a RecreatePeer's
+	addr     netip.Addr
+	gen      uint64
+	effs     []effects.Effect
 }
 
 type batchKey struct {
@@ -204,6 +208,9 @@ func batches(effs []effects.Effect) []batch {
 			continue
 		case effects.AddPath, effects.DeletePath, effects.SetAdd, effects.SetDel, effects.ResetOut:
 			out = append(out, batch{path: eff})
+			continue
+		case effects.RecreatePeer:
+			out = append(out, batch{recreate: eff.Address()})
 			continue
 		case effects.AddPeer, effects.UpdatePeer, effects.DeletePeer, effects.SetPolicy, effects.DeletePolicy:
 		default:

@@ -9,6 +9,7 @@ import (
 
 	api "github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"google.golang.org/protobuf/proto"
 )
 
 // Graceful-restart state dies with its session (docs/routes.md §9.5 rule
@@ -26,6 +27,15 @@ type grBook struct {
 	mu    sync.Mutex
 	seen  map[netip.Addr][]string // families any session of the configured peer listed
 	stale map[netip.Addr]bool     // the current session listed fewer
+	cur   map[netip.Addr]grSession
+}
+
+// grSession is what the current session's OPEN offered for graceful
+// restart: the restart time and the families of each capability.
+type grSession struct {
+	restart   uint32
+	families  []string // "ipv4-unicast"...
+	longLived bool     // some family listed for long-lived graceful restart
 }
 
 // reset: the neighbor at addr was configured anew; GoBGP holds no state.
@@ -34,6 +44,7 @@ func (b *grBook) reset(addr netip.Addr) {
 	defer b.mu.Unlock()
 	delete(b.seen, addr)
 	delete(b.stale, addr)
+	delete(b.cur, addr)
 }
 
 // established records the graceful-restart families of a new session's
@@ -43,8 +54,9 @@ func (b *grBook) established(addr netip.Addr, caps []bgp.ParameterCapabilityInte
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.seen == nil {
-		b.seen, b.stale = map[netip.Addr][]string{}, map[netip.Addr]bool{}
+		b.seen, b.stale, b.cur = map[netip.Addr][]string{}, map[netip.Addr]bool{}, map[netip.Addr]grSession{}
 	}
+	b.cur[addr] = grSessionOf(caps)
 	seen := b.seen[addr]
 	b.stale[addr] = false
 	for _, f := range seen {
@@ -61,13 +73,32 @@ func (b *grBook) established(addr netip.Addr, caps []bgp.ParameterCapabilityInte
 }
 
 // ended reports, once, whether the session at addr that has just ended
-// ran with graceful-restart state of an earlier session.
-func (b *grBook) ended(addr netip.Addr) bool {
+// ran with graceful-restart state of an earlier session, and what it
+// offered for graceful restart.
+func (b *grBook) ended(addr netip.Addr) (bool, grSession) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	stale := b.stale[addr]
+	stale, cur := b.stale[addr], b.cur[addr]
 	delete(b.stale, addr)
-	return stale
+	delete(b.cur, addr)
+	return stale, cur
+}
+
+// grSessionOf reads a peer's OPEN (its capabilities).
+func grSessionOf(caps []bgp.ParameterCapabilityInterface) grSession {
+	var g grSession
+	for _, c := range caps {
+		switch x := c.(type) {
+		case *bgp.CapGracefulRestart:
+			g.restart = uint32(x.Time)
+			for _, t := range x.Tuples {
+				g.families = append(g.families, bgp.NewFamily(t.AFI, t.SAFI).String())
+			}
+		case *bgp.CapLongLivedGracefulRestart:
+			g.longLived = g.longLived || len(x.Tuples) > 0
+		}
+	}
+	return g
 }
 
 // grFamilies are the families a peer's OPEN lists in its graceful-restart
@@ -92,23 +123,54 @@ func grFamilies(caps []bgp.ParameterCapabilityInterface) []string {
 // recreateTimeout bounds the calls that configure a neighbor anew.
 const recreateTimeout = 10 * time.Second
 
-// recreate configures the neighbor at addr anew with the config last
-// applied (grBook): DeletePeer, then AddPeer. It runs on its own
+// recreateConnectRetry is the connect retry of a neighbor configured
+// anew: GoBGP's floor (minConnectRetryInterval, v4.8.0 pkg/server/fsm.go
+// L47), not connectRetrySeconds. Its peer is expected back within
+// seconds; where this node dials it (the peer is passive toward it), the
+// first dial, 1.5-2 s after the AddPeer, often comes before the restarted
+// peer listens, and the next one waits the connect retry (fsm.go L967):
+// with 5 s the mesh at N=50 re-converged in 8.7 s, 99 dials refused.
+const recreateConnectRetry = 2
+
+// recreateStale is recreate for a session that ran with graceful-restart
+// state of an earlier one (docs/routes.md §9.5 rule 3). It runs on its own
 // goroutine, after the session watch's callback has returned.
-func (e *Executor) recreate(addr netip.Addr) {
+func (e *Executor) recreateStale(addr netip.Addr) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.recreate(addr, "GoBGP kept graceful-restart state of an earlier session")
+}
+
+// recreate configures the neighbor at addr anew with the config last
+// applied: DeletePeer, then AddPeer, unless it is gone or Established (a
+// new session is up already). Its new FSM starts without GoBGP's idle hold
+// (docs/routes.md §9.5 rule 2) and with no graceful-restart state of the
+// old sessions (rule 3). The restart this node announced when it started
+// (markRestarting, §9.6 rule 7) is over by now: the new config does not
+// announce it again, nor defer this node's updates; and it dials again
+// every recreateConnectRetry. Its passivity stays Calico's: one side of a
+// mesh pair dials, so no collision can happen (a survivor that also
+// dialed where it is passive made 68 collisions, 3 refused connections and
+// a slower re-convergence at N=50: docs/performance.md). e.mu held.
+func (e *Executor) recreate(addr netip.Addr, why string) {
 	p, ok := e.applied[addr]
 	if !ok || e.bgp == nil {
 		return
 	}
 	if cur, ok, err := e.currentPeer(context.Background(), addr); err != nil || !ok ||
 		cur.GetState().GetSessionState() == api.PeerState_SESSION_STATE_ESTABLISHED {
-		return // gone, or a new session is up already
+		return
+	}
+	p = proto.Clone(p).(*api.Peer)
+	if gr := p.GetGracefulRestart(); gr != nil {
+		gr.LocalRestarting, gr.DeferralTime = false, 0
+	}
+	if t := p.GetTimers().GetConfig(); t != nil {
+		t.ConnectRetry = recreateConnectRetry
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), recreateTimeout)
 	defer cancel()
-	e.log.Info("neighbor configured anew: GoBGP kept graceful-restart state of an earlier session", "neighbor", addr)
+	e.log.Info("neighbor configured anew: "+why, "neighbor", addr)
 	if err := ignoreAbsent(e.bgp.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()})); err != nil {
 		e.log.Error("configure neighbor anew: delete", "neighbor", addr, "error", e.secrets.scrub(err.Error()))
 		return

@@ -225,17 +225,17 @@ func TestBestSetsApply(t *testing.T) {
 		{[]*apiutil.Path{ // the snapshot: whole sets
 			{Family: bgp.RF_IPv6_UC, Nlri: n6, Attrs: []bgp.PathAttributeInterface{mp}, PeerAddress: p2},
 			v4(p3, nh3, false),
-		}, "{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.3] Neighbor:192.0.2.3 Local:false Withdrawn:false}]} " +
-			"{Prefix:fd00:20::/64 Paths:[{NextHops:[fd00::2 fe80::2] Neighbor:192.0.2.2 Local:false Withdrawn:false}]}]}"},
+		}, "{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.3] Neighbor:192.0.2.3 Local:false Withdrawn:false Stale:false}]} " +
+			"{Prefix:fd00:20::/64 Paths:[{NextHops:[fd00::2 fe80::2] Neighbor:192.0.2.2 Local:false Withdrawn:false Stale:false}]}]}"},
 		{[]*apiutil.Path{v4(p2, nh2, false)}, // a path joins the set
-			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.2] Neighbor:192.0.2.2 Local:false Withdrawn:false} " +
-				"{NextHops:[192.0.2.3] Neighbor:192.0.2.3 Local:false Withdrawn:false}]}]}"},
+			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.2] Neighbor:192.0.2.2 Local:false Withdrawn:false Stale:false} " +
+				"{NextHops:[192.0.2.3] Neighbor:192.0.2.3 Local:false Withdrawn:false Stale:false}]}]}"},
 		{[]*apiutil.Path{v4(p3, nh3, true)}, // one leaves it
-			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.2] Neighbor:192.0.2.2 Local:false Withdrawn:false}]}]}"},
+			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.2] Neighbor:192.0.2.2 Local:false Withdrawn:false Stale:false}]}]}"},
 		{[]*apiutil.Path{v4(p2, nh2, true)}, // the last one leaves: listed as withdrawn
-			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.2] Neighbor:192.0.2.2 Local:false Withdrawn:true}]}]}"},
+			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.2] Neighbor:192.0.2.2 Local:false Withdrawn:true Stale:false}]}]}"},
 		{[]*apiutil.Path{v4(p3, nh3, true), v4(p3, nh3, false)}, // withdrawals come first in an event
-			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.3] Neighbor:192.0.2.3 Local:false Withdrawn:false}]}]}"},
+			"{Gen:0 Init:false Prefixes:[{Prefix:10.20.0.0/16 Paths:[{NextHops:[192.0.2.3] Neighbor:192.0.2.3 Local:false Withdrawn:false Stale:false}]}]}"},
 	} {
 		if s := fmt.Sprintf("%+v", sets.apply(step.paths)); s != step.want {
 			t.Errorf("apply:\n got %s\nwant %s", s, step.want)

@@ -36,16 +36,20 @@ func (e *Executor) sessionAction(ev *apiutil.WatchEventMessage_PeerEvent, last m
 		e.reasons.forget(addr)
 		e.gr.established(addr, ev.Peer.State.RemoteCap)
 	case last[addr] == "established":
-		if e.gr.ended(addr) {
-			go e.recreate(addr) // docs/routes.md §9.5 rule 3
+		stale, gr := e.gr.ended(addr)
+		if stale {
+			go e.recreateStale(addr) // docs/routes.md §9.5 rule 3
 		}
-		a.Reason = e.reasons.take(addr)
+		a.Reason = e.reasons.take(addr) // a reset this node made
 		if ev.Peer.State.AdminState == api.PeerState_ADMIN_STATE_PFX_CT {
 			// GoBGP says only "graceful-restart" or "notification-sent".
 			a.Reason = state.PrefixLimitReason
 		}
-		if a.Reason == "" {
+		if a.Reason == "" { // neither: the speaker's cause, graceful or not
 			a.Reason = ev.Peer.State.DisconnectMessage
+			if !stale && ev.Peer.State.DisconnectReason == api.PeerState_DISCONNECT_REASON_GRACEFUL_RESTART && gr.restart > 0 {
+				a.Graceful = &state.GracefulLoss{Families: gr.families, RestartSeconds: gr.restart, LongLived: gr.longLived} // §9.5 rule 2
+			}
 		}
 		if a.Reason == "" {
 			a.Reason = "peer deconfigured"

@@ -5,6 +5,7 @@ package importrules
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,5 +95,57 @@ func TestAgentLinksNoFullClientset(t *testing.T) {
 		if strings.HasPrefix(d, "k8s.io/api/") && !apis[d] {
 			t.Errorf("the agent binary depends on %s", d)
 		}
+	}
+}
+
+// TestAgentLinksNoOpenAPI: nothing the agent runs reads OpenAPI documents,
+// applies server-side, patches strategically or fakes a cluster, yet
+// client-go's generic typed client (gentype, which holds its fakes and so
+// client-go/testing with server-side apply's managed fields) and its
+// Event recorder (tools/record, which patches repeated Events
+// strategically) link kube-openapi's models and parsers, the gnostic
+// OpenAPI v2/v3 models with their protobuf descriptors, go-openapi and
+// structured-merge-diff's typed tree, and run their package inits
+// (docs/performance.md "What the binary maps"). watch.TypedClient makes
+// the typed requests itself and watch/status has its own recorder.
+func TestAgentLinksNoOpenAPI(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/cmd/peeragent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 100 {
+		t.Fatalf("go list returned too few dependencies: %q", out)
+	}
+	for _, d := range deps {
+		for _, f := range []string{"k8s.io/client-go/gentype", "k8s.io/client-go/testing", "k8s.io/client-go/tools/record",
+			"k8s.io/apimachinery/pkg/util/managedfields", "k8s.io/apimachinery/pkg/util/strategicpatch",
+			"github.com/google/gnostic-models", "github.com/go-openapi", "k8s.io/kube-openapi/pkg/util/proto",
+			"k8s.io/kube-openapi/pkg/validation", "k8s.io/kube-openapi/pkg/schemaconv",
+			"sigs.k8s.io/structured-merge-diff/v6/typed", "sigs.k8s.io/structured-merge-diff/v6/merge"} {
+			if d == f || strings.HasPrefix(d, f+"/") {
+				t.Errorf("the agent binary depends on %s", d)
+			}
+		}
+	}
+}
+
+// TestAgentLinksOneYAMLv3: go-yaml v3 is in the binary once. GoBGP links
+// gopkg.in/yaml.v3 (through viper, from its config package), and the
+// manifest directory's alias bound (watch/files_bound.go) parses with the
+// same; its successor go.yaml.in/yaml/v3 is the same parser under another
+// path, 0.2 MB more code and another package init (docs/performance.md
+// "What the binary maps").
+func TestAgentLinksOneYAMLv3(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/cmd/peeragent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "gopkg.in/yaml.v3") {
+		t.Errorf("the agent binary no longer links gopkg.in/yaml.v3 (GoBGP moved?): let watch/files_bound.go follow it; deps %q", deps)
+	}
+	if slices.Contains(deps, "go.yaml.in/yaml/v3") {
+		t.Errorf("the agent binary links both gopkg.in/yaml.v3 and go.yaml.in/yaml/v3")
 	}
 }

@@ -65,7 +65,7 @@ func main() {
 	flag.Float64Var(&c.restart, "restart", 0.2, "fraction of the nodes killed (SIGKILL) and restarted")
 	flag.IntVar(&c.observers, "observers", 3, "nodes (never restarted) whose kernel route changes are counted")
 	flag.DurationVar(&c.timeout, "timeout", 0, "bound on each convergence (default 60 s + 1 s per node)")
-	flag.StringVar(&c.agentBin, "peeragent", "", "peeragent binary (default: built from ./cmd/peeragent)")
+	flag.StringVar(&c.agentBin, "peeragent", "", "peeragent binary (default: built from ./cmd/peeragent as the image's: CGO_ENABLED=0, -trimpath, -s -w)")
 	flag.StringVar(&c.birdBin, "bird", "", "bird binary (default: from PATH or /usr/sbin)")
 	flag.Var(&af, "agent-flag", "extra flag for peeragent run (repeatable)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (configs, logs) and print its path")
@@ -173,14 +173,25 @@ func measure(ctx context.Context, c config) (rep report, err error) {
 	return rep, nil
 }
 
+// releaseBuildFlags are the go build flags of the image's binary
+// (tools/image, make image; make build too), with CGO_ENABLED=0: the
+// binary a node runs is measured. A cgo build maps libc and the dynamic
+// loader as well (2 MiB more RSS a speaker), and the external linker
+// writes its output so that the page cache holds it in folios of up to
+// 2 MiB, which Linux maps whole: nearly all of the binary becomes each
+// speaker's RssFile (docs/performance.md "What the binary maps").
+// TestReleaseBuildFlags compares them with the Makefile's and the image's.
+var releaseBuildFlags = []string{"-trimpath", "-ldflags", "-s -w"}
+
 func newSpeaker(ctx context.Context, name string, c config, work string) (speaker, error) {
 	switch name {
 	case "peeragent":
 		bin := c.agentBin
 		if bin == "" {
 			bin = filepath.Join(work, "peeragent")
-			fmt.Fprintln(os.Stderr, "meshsim: go build ./cmd/peeragent")
-			cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/peeragent")
+			fmt.Fprintln(os.Stderr, "meshsim: go build ./cmd/peeragent (as the image's binary)")
+			cmd := exec.CommandContext(ctx, "go", append([]string{"build"}, append(releaseBuildFlags, "-o", bin, "./cmd/peeragent")...)...)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 			if err := cmd.Run(); err != nil {
 				return nil, fmt.Errorf("go build ./cmd/peeragent (run from the repository's root): %w", err)

@@ -76,7 +76,8 @@ func TestSmoke(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "peeragent")
-	build := exec.Command("go", "build", "-o", bin, "github.com/peeragent/peeragent/cmd/peeragent")
+	build := exec.Command("go", append([]string{"build"}, append(releaseBuildFlags, "-o", bin, "github.com/peeragent/peeragent/cmd/peeragent")...)...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -140,5 +141,30 @@ func TestMarkdownTablePerSizeAndFit(t *testing.T) {
 	}
 	if s := rep.section(); !strings.Contains(s, "make mesh-sim N=11,21") {
 		t.Errorf("section does not name the command:\n%s", s)
+	}
+}
+
+// TestReleaseBuildFlags: the simulation builds the agent with the flags
+// the image's builder (tools/image) and make build use, so that it
+// measures the binary a node runs.
+func TestReleaseBuildFlags(t *testing.T) {
+	image, err := os.ReadFile("../image/build.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"build", "-trimpath",`, `"-ldflags", "-s -w -X "`, `"CGO_ENABLED=0"`} {
+		if !strings.Contains(string(image), want) {
+			t.Errorf("tools/image/build.go no longer has %s: update releaseBuildFlags", want)
+		}
+	}
+	if want := `CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)"`; !strings.Contains(string(makefile), want) {
+		t.Errorf("the Makefile's build no longer has %s", want)
+	}
+	if got := strings.Join(releaseBuildFlags, " "); got != "-trimpath -ldflags -s -w" {
+		t.Errorf("releaseBuildFlags = %q", got)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -21,14 +20,14 @@ const (
 // eventLog turns the problems of successive States into Events on the
 // objects they name, remembering what it reported per object.
 type eventLog struct {
-	rec   record.EventRecorder
+	rec   Recorder
 	group string // the Calico API group-version of BGPPeers and BGPFilters
 	min   time.Duration
 	sent  map[string][]string  // object -> problem reasons reported as present
 	last  map[string]time.Time // object -> when its last Events were sent
 }
 
-func newEventLog(rec record.EventRecorder, group string, min time.Duration) *eventLog {
+func newEventLog(rec Recorder, group string, min time.Duration) *eventLog {
 	return &eventLog{rec: rec, group: group, min: min, sent: map[string][]string{}, last: map[string]time.Time{}}
 }
 

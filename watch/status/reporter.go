@@ -16,7 +16,6 @@ import (
 	kwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -26,11 +25,11 @@ type Config struct {
 	Dynamic  dynamic.Interface
 	Group    string // resolved: crd.projectcalico.org/v1 or projectcalico.org/v3
 	Node     string // this node: the CalicoNodeStatus objects whose spec.node it is
-	Recorder record.EventRecorder
+	Recorder Recorder
 	// Events, when Recorder is nil: where the Reporter's own recorder
 	// writes Events (source component peeragent, host Node), such as
 	// watch.TypedClient's Events(); Run flushes it when it returns.
-	Events   record.EventSink
+	Events   EventSink
 	Version  string        // the agent's version, shown as the daemons' version
 	Log      *slog.Logger  // nil: slog.Default()
 	EventGap time.Duration // minimum time between two batches of Events on one object; 0: DefaultEventGap
@@ -47,8 +46,8 @@ type Reporter struct {
 	log    *slog.Logger
 	events *eventLog
 	nodes  *nodeStatuses
-	// broadcaster is the recorder's of Config.Events (nil: Config.Recorder).
-	broadcaster record.EventBroadcaster
+	// own is the recorder of Config.Events (nil: Config.Recorder).
+	own *sinkRecorder
 
 	mu     sync.Mutex
 	latest *state.State
@@ -64,12 +63,6 @@ func New(cfg Config) (*Reporter, error) {
 	if err != nil || gv.Group == "" {
 		return nil, fmt.Errorf("status reporter: API group %q: want a group/version", cfg.Group)
 	}
-	var b record.EventBroadcaster
-	if cfg.Recorder == nil {
-		b = record.NewBroadcaster()
-		cfg.Recorder = b.NewRecorder(eventScheme(), corev1.EventSource{Component: "peeragent", Host: cfg.Node})
-		b.StartRecordingToSink(cfg.Events)
-	}
 	if cfg.EventGap <= 0 {
 		cfg.EventGap = DefaultEventGap
 	}
@@ -77,24 +70,17 @@ func New(cfg Config) (*Reporter, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	var own *sinkRecorder
+	if cfg.Recorder == nil {
+		own = newSinkRecorder(cfg.Events, corev1.EventSource{Component: "peeragent", Host: cfg.Node}, log)
+		cfg.Recorder = own
+	}
 	r := &Reporter{cfg: cfg, gvr: gv.WithResource("caliconodestatuses"), log: log,
-		events: newEventLog(cfg.Recorder, cfg.Group, cfg.EventGap), wake: make(chan struct{}, 1), broadcaster: b}
+		events: newEventLog(cfg.Recorder, cfg.Group, cfg.EventGap), wake: make(chan struct{}, 1), own: own}
 	r.nodes = &nodeStatuses{client: cfg.Dynamic.Resource(r.gvr), node: cfg.Node, version: cfg.Version,
 		log: log, written: map[string]time.Time{}}
 	return r, nil
 }
-
-// eventScheme is the recorder's: its Events name objects by
-// ObjectReference, so core/v1 is the only group it needs (the full
-// clientset's scheme registers every group at start).
-// Made on first use: a manifest-directory run reports nothing.
-var eventScheme = sync.OnceValue(func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := corev1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-})
 
 // Observe is an agent.LoopConfig Published observer: it keeps s as the
 // latest State and wakes Run, never blocking the loop.
@@ -122,8 +108,8 @@ func (r *Reporter) current() *state.State {
 // latest State whenever it or they change, until ctx ends; then it flushes
 // the Events its own recorder holds (Config.Events).
 func (r *Reporter) Run(ctx context.Context) {
-	if r.broadcaster != nil {
-		defer r.broadcaster.Shutdown()
+	if r.own != nil {
+		defer r.own.shutdown()
 	}
 	inf := statusInformer(r.cfg.Dynamic, r.gvr)
 	poke := func(any) { r.poke() }
