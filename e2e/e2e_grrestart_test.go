@@ -21,16 +21,7 @@ import (
 
 const grBlock = "10.244.1.0/26"
 
-const grIPAM = `apiVersion: crd.projectcalico.org/v1
-kind: IPPool
-metadata: {name: default-pool}
-spec: {cidr: 10.244.0.0/16, ipipMode: Never, vxlanMode: Never}
----
-apiVersion: crd.projectcalico.org/v1
-kind: BlockAffinity
-metadata: {name: node-a-10-244-1-0-26}
-spec: {node: node-a, cidr: 10.244.1.0/26, state: confirmed, deleted: "false"}
-`
+var grIPAM = defaultPoolYAML + affinityYAML("node-a-10-244-1-0-26", grBlock)
 
 // TestBirdSeesNoAgentRestart: the agent is killed (SIGKILL), started
 // again, stopped (SIGTERM, the graceful shutdown) and started again.

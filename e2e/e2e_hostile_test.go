@@ -70,46 +70,14 @@ spec: {node: node-a, peerIP: 192.168.81.3, asNumber: 65003}
 // hostIPAM: one good pool and block, and the claims of docs/routes.md
 // §11.1-2 (0.0.0.0/0, ::/0, 127.0.0.0/8, 224.0.0.0/4, a block covering
 // the node's address; a pool 0.0.0.0/0).
-const hostIPAM = `apiVersion: crd.projectcalico.org/v1
-kind: IPPool
-metadata: {name: default-pool}
-spec: {cidr: 10.244.0.0/16, ipipMode: Never, vxlanMode: Never}
----
-apiVersion: crd.projectcalico.org/v1
-kind: IPPool
-metadata: {name: everything}
-spec: {cidr: 0.0.0.0/0}
----
-apiVersion: crd.projectcalico.org/v1
-kind: BlockAffinity
-metadata: {name: good}
-spec: {node: node-a, cidr: 10.244.1.0/26, state: confirmed, deleted: "false"}
----
-apiVersion: crd.projectcalico.org/v1
-kind: BlockAffinity
-metadata: {name: all4}
-spec: {node: node-a, cidr: 0.0.0.0/0, state: confirmed, deleted: "false"}
----
-apiVersion: crd.projectcalico.org/v1
-kind: BlockAffinity
-metadata: {name: all6}
-spec: {node: node-a, cidr: "::/0", state: confirmed, deleted: "false"}
----
-apiVersion: crd.projectcalico.org/v1
-kind: BlockAffinity
-metadata: {name: loopback}
-spec: {node: node-a, cidr: 127.0.0.0/8, state: confirmed, deleted: "false"}
----
-apiVersion: crd.projectcalico.org/v1
-kind: BlockAffinity
-metadata: {name: multicast}
-spec: {node: node-a, cidr: 224.0.0.0/4, state: confirmed, deleted: "false"}
----
-apiVersion: crd.projectcalico.org/v1
-kind: BlockAffinity
-metadata: {name: node-subnet}
-spec: {node: node-a, cidr: 192.168.81.0/26, state: confirmed, deleted: "false"}
-`
+var hostIPAM = func() string {
+	s := defaultPoolYAML + "---\napiVersion: crd.projectcalico.org/v1\nkind: IPPool\nmetadata: {name: everything}\nspec: {cidr: 0.0.0.0/0}\n"
+	for _, b := range [][2]string{{"good", "10.244.1.0/26"}, {"all4", "0.0.0.0/0"}, {"all6", "::/0"},
+		{"loopback", "127.0.0.0/8"}, {"multicast", "224.0.0.0/4"}, {"node-subnet", "192.168.81.0/26"}} {
+		s += affinityYAML(b[0], b[1])
+	}
+	return s
+}()
 
 // hostileRoute is one announcement: prefix via next hop.
 type hostileRoute struct{ prefix, nextHop string }

@@ -101,6 +101,21 @@ func nodeYAML(name, annotations string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n  annotations: {%s}\n", name, annotations)
 }
 
+// defaultPoolYAML is the IPPool 10.244.0.0/16, without encapsulation, as
+// a YAML document of a manifest directory.
+const defaultPoolYAML = `apiVersion: crd.projectcalico.org/v1
+kind: IPPool
+metadata: {name: default-pool}
+spec: {cidr: 10.244.0.0/16, ipipMode: Never, vxlanMode: Never}
+`
+
+// affinityYAML is a document separator, then node-a's confirmed
+// BlockAffinity of cidr, named name, as a YAML document.
+func affinityYAML(name, cidr string) string {
+	return fmt.Sprintf("---\napiVersion: crd.projectcalico.org/v1\nkind: BlockAffinity\nmetadata: {name: %s}\n"+
+		"spec: {node: node-a, cidr: %q, state: confirmed, deleted: \"false\"}\n", name, cidr)
+}
+
 // requireNetns skips the test loudly (fails it under CI=true) unless it
 // can create network namespaces: root, and ip (iproute2).
 func requireNetns(t *testing.T) {

@@ -286,32 +286,25 @@ func noflapCloneNode(n state.Node) state.Node {
 }
 
 func noflapClonePeer(p state.BGPPeer) state.BGPPeer {
-	if p.Password != nil {
-		ref := *p.Password
-		p.Password = &ref
-	}
-	if p.MaxRestartTime != nil {
-		d := *p.MaxRestartTime
-		p.MaxRestartTime = &d
-	}
+	p.Password, p.MaxRestartTime = noflapClonePtr(p.Password), noflapClonePtr(p.MaxRestartTime)
 	p.Filters = slices.Clone(p.Filters)
 	return p
 }
 
 func noflapCloneConfig(c state.BGPConfiguration) state.BGPConfiguration {
-	if c.NodeToNodeMeshEnabled != nil {
-		b := *c.NodeToNodeMeshEnabled
-		c.NodeToNodeMeshEnabled = &b
-	}
-	if c.NodeMeshPassword != nil {
-		ref := *c.NodeMeshPassword
-		c.NodeMeshPassword = &ref
-	}
-	if c.NodeMeshMaxRestartTime != nil {
-		d := *c.NodeMeshMaxRestartTime
-		c.NodeMeshMaxRestartTime = &d
-	}
+	c.NodeToNodeMeshEnabled = noflapClonePtr(c.NodeToNodeMeshEnabled)
+	c.NodeMeshPassword = noflapClonePtr(c.NodeMeshPassword)
+	c.NodeMeshMaxRestartTime = noflapClonePtr(c.NodeMeshMaxRestartTime)
 	return c
+}
+
+// noflapClonePtr is a pointer to a copy of *p, nil for nil.
+func noflapClonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 func noflapCloneFilter(f state.BGPFilter) state.BGPFilter {

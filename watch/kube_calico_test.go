@@ -15,10 +15,12 @@ func testPeerSpec(asn int64, ip string) map[string]any {
 	return map[string]any{"asNumber": asn, "peerIP": ip}
 }
 
-func peerNames(ps []state.BGPPeer) []string {
+// keys are the keys of objects of kind k (their names; NAMESPACE/NAME for a
+// namespaced kind), in order.
+func keys[T any, U, D state.Action](k *state.InputKind[T, U, D], objects []T) []string {
 	var out []string
-	for _, p := range ps {
-		out = append(out, p.Name)
+	for i := range objects {
+		out = append(out, k.Key(&objects[i]))
 	}
 	return out
 }
@@ -68,7 +70,7 @@ func TestKubeCalicoKinds(t *testing.T) {
 func checkInitialLists(t *testing.T, rec *actionRecorder) {
 	t.Helper()
 	peers, _ := nextAction(t, rec, 0, "peer list", syncedOf(state.KindBGPPeer))
-	if got := peerNames(peers.Peers); !slices.Equal(got, []string{"p1"}) {
+	if got := keys(state.PeerInput, peers.Peers); !slices.Equal(got, []string{"p1"}) {
 		t.Fatalf("peers = %v, want [p1]", got)
 	}
 	if p := peers.Peers[0]; p.ASNumber != 64513 || p.PeerIP != "10.0.0.1" {

@@ -38,30 +38,6 @@ func testPod(ns, name, rv, node string, ips ...string) *corev1.Pod {
 	return p
 }
 
-func affinityNames(as []state.BlockAffinity) []string {
-	var out []string
-	for _, a := range as {
-		out = append(out, a.Name)
-	}
-	return out
-}
-
-func poolNames(ps []state.IPPool) []string {
-	var out []string
-	for _, p := range ps {
-		out = append(out, p.Name)
-	}
-	return out
-}
-
-func podKeys(ps []state.Pod) []string {
-	var out []string
-	for i := range ps {
-		out = append(out, ps[i].Key())
-	}
-	return out
-}
-
 // mentionsOther reports whether an action carries anything of another node
 // (an affinity or pod whose name ends in "-other").
 func mentionsOther(a state.Action) bool {
@@ -78,7 +54,7 @@ func mentionsOther(a state.Action) bool {
 	case state.InputProblemsReported:
 		return isOther(a.Source)
 	case state.SourceSynced:
-		return slices.ContainsFunc(affinityNames(a.Affinities), isOther) || slices.ContainsFunc(podKeys(a.Pods), isOther)
+		return slices.ContainsFunc(keys(state.AffinityInput, a.Affinities), isOther) || slices.ContainsFunc(keys(state.PodInput, a.Pods), isOther)
 	}
 	return false
 }
@@ -104,18 +80,18 @@ func TestKubeAffinitiesPoolsPods(t *testing.T) {
 			)
 			_, rec := startKube(t, f, g, nil)
 			affs, _ := nextAction(t, rec, 0, "affinity list", syncedOf(state.KindBlockAffinity))
-			if got := affinityNames(affs.Affinities); !slices.Equal(got, []string{"a1"}) {
+			if got := keys(state.AffinityInput, affs.Affinities); !slices.Equal(got, []string{"a1"}) {
 				t.Fatalf("affinities listed %v, want [a1]", got)
 			}
 			if a := affs.Affinities[0]; a.Node != testNodeName || a.CIDR != "10.244.0.0/26" || a.State != "confirmed" || a.Deleted != "false" {
 				t.Errorf("a1 converted to %+v", a)
 			}
 			pools, _ := nextAction(t, rec, 0, "pool list", syncedOf(state.KindIPPool))
-			if got := poolNames(pools.Pools); !slices.Equal(got, []string{"pool1"}) || pools.Pools[0].CIDR != "10.244.0.0/16" || pools.Pools[0].IPIPMode != "Never" {
+			if got := keys(state.PoolInput, pools.Pools); !slices.Equal(got, []string{"pool1"}) || pools.Pools[0].CIDR != "10.244.0.0/16" || pools.Pools[0].IPIPMode != "Never" {
 				t.Errorf("pools listed %+v", pools.Pools)
 			}
 			pods, _ := nextAction(t, rec, 0, "pod list", syncedOf(state.KindPod))
-			if got := podKeys(pods.Pods); !slices.Equal(got, []string{"web/p1"}) || !slices.Equal(pods.Pods[0].PodIPs, []string{"10.244.0.5"}) || pods.Pods[0].Phase != "Running" {
+			if got := keys(state.PodInput, pods.Pods); !slices.Equal(got, []string{"web/p1"}) || !slices.Equal(pods.Pods[0].PodIPs, []string{"10.244.0.5"}) || pods.Pods[0].Phase != "Running" {
 				t.Errorf("pods listed %+v", pods.Pods)
 			}
 			at := waitSynced(t, f, rec)
@@ -206,7 +182,7 @@ func TestKubeRelistAffinitiesPoolsPods(t *testing.T) {
 				mustCall(t)(r.Create(bgCtx(), testAffinity(GroupCRD, "c-other", "1", "node-b", "10.244.9.0/26"), metav1.CreateOptions{}))
 				mustCall(t)(nil, r.Delete(bgCtx(), "a", metav1.DeleteOptions{}))
 			},
-			names: func(a state.SourceSynced) []string { return affinityNames(a.Affinities) }},
+			names: func(a state.SourceSynced) []string { return keys(state.AffinityInput, a.Affinities) }},
 		{name: "ippools", kind: state.KindIPPool,
 			tap: func(f kubeFakes) <-chan *kwatch.RaceFreeFakeWatcher { return tapWatches(&f.dyn.Fake, "ippools") },
 			change: func(t *testing.T, f kubeFakes) {
@@ -214,7 +190,7 @@ func TestKubeRelistAffinitiesPoolsPods(t *testing.T) {
 				mustCall(t)(r.Create(bgCtx(), testPool(GroupCRD, "c", "1", "10.3.0.0/16"), metav1.CreateOptions{}))
 				mustCall(t)(nil, r.Delete(bgCtx(), "a", metav1.DeleteOptions{}))
 			},
-			names: func(a state.SourceSynced) []string { return poolNames(a.Pools) }},
+			names: func(a state.SourceSynced) []string { return keys(state.PoolInput, a.Pools) }},
 		{name: "pods", kind: state.KindPod,
 			tap: func(f kubeFakes) <-chan *kwatch.RaceFreeFakeWatcher { return tapWatches(&f.client.Fake, "pods") },
 			change: func(t *testing.T, f kubeFakes) {

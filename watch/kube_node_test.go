@@ -23,14 +23,6 @@ func withNodeStatus(n *corev1.Node) *corev1.Node {
 	return n
 }
 
-func nodeNames(ns []state.Node) []string {
-	var out []string
-	for _, n := range ns {
-		out = append(out, n.Name)
-	}
-	return out
-}
-
 // Nodes: add, label update, a status-only update (no action), delete.
 func TestKubeNodes(t *testing.T) {
 	f := newKubeFakes([]runtime.Object{testNode("n1", "1", map[string]string{"rack": "a"}, "10.0.0.1/24")})
@@ -82,7 +74,7 @@ func TestKubeRelist(t *testing.T) {
 				mustCall(t)(f.client.CoreV1().Nodes().Create(bgCtx(), testNode("c", "1", nil, ""), metav1.CreateOptions{}))
 				mustCall(t)(nil, f.client.CoreV1().Nodes().Delete(bgCtx(), "a", metav1.DeleteOptions{}))
 			},
-			names: func(a state.SourceSynced) []string { return nodeNames(a.Nodes) }},
+			names: func(a state.SourceSynced) []string { return keys(state.NodeInput, a.Nodes) }},
 		{name: "bgppeers", kind: state.KindBGPPeer,
 			tap: func(f kubeFakes) <-chan *kwatch.RaceFreeFakeWatcher { return tapWatches(&f.dyn.Fake, "bgppeers") },
 			change: func(t *testing.T, f kubeFakes) {
@@ -90,7 +82,7 @@ func TestKubeRelist(t *testing.T) {
 				mustCall(t)(peers.Create(bgCtx(), calicoObject(GroupCRD, "BGPPeer", "c", "1", testPeerSpec(64513, "10.0.0.3")), metav1.CreateOptions{}))
 				mustCall(t)(nil, peers.Delete(bgCtx(), "a", metav1.DeleteOptions{}))
 			},
-			names: func(a state.SourceSynced) []string { return peerNames(a.Peers) }},
+			names: func(a state.SourceSynced) []string { return keys(state.PeerInput, a.Peers) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,7 +164,7 @@ func TestKubeWatchListStream(t *testing.T) {
 	go r.RunWithContext(ctx)
 
 	synced, at := nextAction(t, rec, 0, "stream", syncedOf(state.KindNode))
-	if got := nodeNames(synced.Nodes); !slices.Equal(got, []string{"a", "b"}) || at != 1 {
+	if got := keys(state.NodeInput, synced.Nodes); !slices.Equal(got, []string{"a", "b"}) || at != 1 {
 		t.Fatalf("stream gave %s", describeActions(rec.since(0)))
 	}
 	stream.Modify(testNode("a", "4", map[string]string{"rack": "r1"}, "10.0.0.1/24"))

@@ -21,6 +21,8 @@ func TestRunFlagBounds(t *testing.T) {
 		{"journal-too-big", []string{"--node=n", "--journal-size=2000000000"}, "--journal-size 2000000000: want 1 to 100000"},
 		{"journal-zero", []string{"--node=n", "--journal-size=0"}, "--journal-size 0"},
 		{"journal-fine", []string{"--node=n", "--journal-size=5000"}, ""},
+		{"gc-start-negative", []string{"--node=n", "--gc-start-percent=-1"}, "--gc-start-percent -1: want a GOGC percentage"},
+		{"gc-start-off", []string{"--node=n", "--gc-start-percent=0"}, ""},
 		{"neighbor-series-negative", []string{"--node=n", "--metrics-neighbor-series=-1"}, "--metrics-neighbor-series -1: want 0 or more"},
 		{"neighbor-series-none", []string{"--node=n", "--metrics-neighbor-series=0"}, ""},
 		{"max-paths-zero", []string{"--node=n", "--max-paths=0"}, "want 1 to 256"},

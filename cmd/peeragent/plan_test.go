@@ -92,12 +92,7 @@ func TestPlanText(t *testing.T) {
 }
 
 func TestCommandErrors(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-		code int
-		want string
-	}{
+	checkMain(t, []mainCase{
 		{"no-command", nil, 2, "Usage:"},
 		{"unknown-command", []string{"frobnicate"}, 2, "unknown command"},
 		{"plan-without-node", []string{"plan", "--from", "../../examples/lab", "--node", ""}, 1, "--node (or $NODENAME) is required"},
@@ -105,7 +100,21 @@ func TestCommandErrors(t *testing.T) {
 		{"run-without-node", []string{"run", "--from", "../../examples/lab", "--node", ""}, 1, "--node"},
 		{"status-nobody-listening", []string{"status", "--addr", "127.0.0.1:1"}, 1, "read /state from"},
 		{"help", []string{"--help"}, 0, "peeragent plan"},
-	}
+	})
+}
+
+// mainCase is one run of Main: its arguments, the exit code it must end
+// with and a text its output (standard output and error) must hold.
+type mainCase struct {
+	name string
+	args []string
+	code int
+	want string
+}
+
+// checkMain runs each case through Main, as a subtest.
+func checkMain(t *testing.T, cases []mainCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -7,25 +7,14 @@ import (
 )
 
 func TestPlanFailOnProblems(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-		code int
-		want string
-	}{
-		{"clean", []string{"--node", "node-a", "--fail-on-problems"}, 0, "problems (0)"},
-		{"clean-without-flag", []string{"--node", "nosuch"}, 0, "node/nosuch: no Node of this name"},
-		{"unknown-node", []string{"--node", "nosuch", "--fail-on-problems"}, 1, "1 problems (--fail-on-problems)"},
+	plan := func(args ...string) []string {
+		return append([]string{"plan", "--from", "../../examples/lab"}, args...)
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := Main(append([]string{"plan", "--from", "../../examples/lab"}, c.args...), &out, &errb)
-			if code != c.code || !strings.Contains(out.String()+errb.String(), c.want) {
-				t.Errorf("exit %d, want %d; output lacks %q?\n%s%s", code, c.code, c.want, out.String(), errb.String())
-			}
-		})
-	}
+	checkMain(t, []mainCase{
+		{"clean", plan("--node", "node-a", "--fail-on-problems"), 0, "problems (0)"},
+		{"clean-without-flag", plan("--node", "nosuch"), 0, "node/nosuch: no Node of this name"},
+		{"unknown-node", plan("--node", "nosuch", "--fail-on-problems"), 1, "1 problems (--fail-on-problems)"},
+	})
 }
 
 // TestPlanTextHasNoGenerations: generation counters are bookkeeping, left

@@ -45,6 +45,7 @@ type runFlags struct {
 	listen                                                                 stringList
 	dataplane                                                              string
 	journal                                                                int
+	gcStartPercent                                                         int
 	rescan                                                                 time.Duration
 	kernelProtocol, kernelMetric                                           int
 	opts                                                                   func() state.Options
@@ -68,6 +69,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.Var(&f.listen, "bgp-listen-address", "address the BGP speaker listens on (repeatable; default all addresses)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.journal, "journal-size", 1000, "number of recent actions kept for /actions")
+	fs.IntVar(&f.gcStartPercent, "gc-start-percent", defaultStartGCPercent, "GOGC while the agent starts, until it is ready and its State has not changed for 10 s (at most 2 min); then $GOGC's (default 100) and the freed memory is returned to the OS; 0: Go's GOGC throughout; ignored when $GOGC is set")
 	fs.StringVar(&f.shutdown, "shutdown", "graceful", "on SIGTERM: graceful stops the speaker without a NOTIFICATION to graceful-restart peers, which keep this node's routes while it restarts; hard ends every session")
 	f.opts = optionFlags(fs)
 	registerOperFlags(fs, &f.operFlags)
@@ -95,6 +97,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	if f.neighborSeries < 0 {
 		return nil, fmt.Errorf("--metrics-neighbor-series %d: want 0 or more", f.neighborSeries)
+	}
+	if err := checkGCStartPercent(f.gcStartPercent); err != nil {
+		return nil, err
 	}
 	if f.journal < 1 || f.journal > maxJournal {
 		return nil, fmt.Errorf("--journal-size %d: want 1 to %d", f.journal, maxJournal)
@@ -126,6 +131,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
+	gc := newGCStart(f.gcStartPercent, log) // first: the start allocates from here on
 	fdLimit := raiseOpenFiles(log)
 	defer ignoreHangup(log)()
 	src, kc, err := newSource(f, log)
@@ -154,6 +160,9 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if reporter != nil {
 		published = append(published, reporter.Observe)
 	}
+	if gc != nil {
+		published = append(published, gc.observe)
+	}
 	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, opts), Speaker: speaker, Dataplane: dpExec,
 		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal, NeighborSeries: f.seriesCap(),
 		Published: published})
@@ -171,6 +180,9 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	parts := runParts(f, loop, src, speaker, dpExec, reporter, ln, httpMax, log)
 	if metrics != nil {
 		parts = append(parts, *metrics)
+	}
+	if gc != nil {
+		parts = append(parts, part{name: "gc start", run: func(ctx context.Context) error { return gc.run(ctx, loop.Ready) }})
 	}
 	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "metrics", metricsAddr, "source", sourceName(f))
 	err = supervise(ctx, log, parts)

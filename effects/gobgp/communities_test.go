@@ -124,11 +124,8 @@ func speakerComm(t *testing.T, sp *speaker) []string {
 // emptied, c sees b's 65000:1 alone, and a holds no community statement
 // or set any more. No session is touched.
 func TestReExportCarriesCommunities(t *testing.T) {
-	requireLoopback(t, "127.0.0.2", "127.0.0.3")
-	a, b, c := newSpeaker(t, "127.0.0.1"), newSpeaker(t, "127.0.0.2"), newSpeaker(t, "127.0.0.3")
-	ab, ba := neighborOf(a, b, 64512, 64513), neighborOf(b, a, 64513, 64512)
-	ac, ca := neighborOf(a, c, 64512, 64514), neighborOf(c, a, 64514, 64512)
-	ab.Passive, ac.Passive = true, true
+	s := startThree(t)
+	a, b, c, ac := s.a, s.b, s.c, s.ac
 	standard := state.Policy{CalicoExport: true}
 	svcRange, wide := netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("10.0.0.0/8")
 	member := func(base string, p netip.Prefix) state.SetMember {
@@ -137,19 +134,10 @@ func TestReExportCarriesCommunities(t *testing.T) {
 	std, large, wideStd := member(state.CommSet("65000:100"), svcRange), member(state.CommSet("65000:0:7"), svcRange), member(state.CommSet("65000:100"), wide)
 	own := &state.Path{Prefix: netip.MustParsePrefix("10.244.1.0/26"), NextHop: netip.MustParseAddr(a.addr), Communities: []string{"65000:100"}}
 
-	mustApply(t, a.Executor, effects.StartServer{Server: a.server(64512)})
-	mustApply(t, b.Executor, effects.StartServer{Server: b.server(64513)})
-	mustApply(t, c.Executor, effects.StartServer{Server: c.server(64514)})
 	mustPaths(t, a.Executor, effects.SetAdd{Member: member(state.SetSvc, svcRange)},
 		effects.SetAdd{Member: member(state.SetOwn, own.Prefix)}, effects.AddPath{Path: own},
 		effects.SetAdd{Member: std}, effects.SetAdd{Member: large}, effects.SetAdd{Member: wideStd})
-	mustApply(t, a.Executor,
-		effects.SetPolicy{Addr: ab.Address, Policy: standard, Gen: 1}, effects.AddPeer{Neighbor: ab, Gen: 1},
-		effects.SetPolicy{Addr: ac.Address, Policy: standard, Gen: 1}, effects.AddPeer{Neighbor: ac, Gen: 1})
-	mustApply(t, b.Executor, effects.AddPeer{Neighbor: ba, Gen: 1})
-	mustApply(t, c.Executor, effects.AddPeer{Neighbor: ca, Gen: 1})
-	a.events.waitState(t, b.addr, "established", establishTimeout)
-	a.events.waitState(t, c.addr, "established", establishTimeout)
+	s.peer(t, standard)
 	mustPaths(t, b.Executor, effects.AddPath{Path: &state.Path{Prefix: netip.MustParsePrefix("10.96.0.5/32"),
 		NextHop: netip.MustParseAddr(b.addr), Communities: []string{"65000:1"}}})
 	waitPaths(t, c,

@@ -134,6 +134,43 @@ func neighborOf(sp, remote *speaker, localAS, peerAS uint32) *state.Neighbor {
 	return n
 }
 
+// three are speakers a (127.0.0.1, AS 64512), b (127.0.0.2, AS 64513)
+// and c (127.0.0.3, AS 64514), their servers started (GoBGP's StartBgp
+// writes package globals, table.UseMultiplePaths and SelectionOptions,
+// that a running speaker's FSM reads: every speaker starts before any has
+// a peer), and the neighbors a and b, a and c configure for each other:
+// a's passive.
+type three struct {
+	a, b, c        *speaker
+	ab, ba, ac, ca *state.Neighbor
+}
+
+func startThree(t *testing.T) *three {
+	t.Helper()
+	requireLoopback(t, "127.0.0.2", "127.0.0.3")
+	s := &three{a: newSpeaker(t, "127.0.0.1"), b: newSpeaker(t, "127.0.0.2"), c: newSpeaker(t, "127.0.0.3")}
+	s.ab, s.ba = neighborOf(s.a, s.b, 64512, 64513), neighborOf(s.b, s.a, 64513, 64512)
+	s.ac, s.ca = neighborOf(s.a, s.c, 64512, 64514), neighborOf(s.c, s.a, 64514, 64512)
+	s.ab.Passive, s.ac.Passive = true, true
+	mustApply(t, s.a.Executor, effects.StartServer{Server: s.a.server(64512)})
+	mustApply(t, s.b.Executor, effects.StartServer{Server: s.b.server(64513)})
+	mustApply(t, s.c.Executor, effects.StartServer{Server: s.c.server(64514)})
+	return s
+}
+
+// peer adds the neighbors, a's with export policy, and waits until a's
+// sessions with b and c are established.
+func (s *three) peer(t *testing.T, policy state.Policy) {
+	t.Helper()
+	mustApply(t, s.a.Executor,
+		effects.SetPolicy{Addr: s.ab.Address, Policy: policy, Gen: 1}, effects.AddPeer{Neighbor: s.ab, Gen: 1},
+		effects.SetPolicy{Addr: s.ac.Address, Policy: policy, Gen: 1}, effects.AddPeer{Neighbor: s.ac, Gen: 1})
+	mustApply(t, s.b.Executor, effects.AddPeer{Neighbor: s.ba, Gen: 1})
+	mustApply(t, s.c.Executor, effects.AddPeer{Neighbor: s.ca, Gen: 1})
+	s.a.events.waitState(t, s.b.addr, "established", establishTimeout)
+	s.a.events.waitState(t, s.c.addr, "established", establishTimeout)
+}
+
 // mustApply executes effs and fails the test unless every result is a
 // success.
 func mustApply(t *testing.T, e *Executor, effs ...effects.Effect) []state.Action {

@@ -29,29 +29,13 @@ import (
 //     and its membership, and its own Calico statements decide;
 //   - c's policy deleted: its objects go, GoBGP's default again.
 func TestSharedExportFollowsCustomSet(t *testing.T) {
-	requireLoopback(t, "127.0.0.2", "127.0.0.3")
-	a, b, c := newSpeaker(t, "127.0.0.1"), newSpeaker(t, "127.0.0.2"), newSpeaker(t, "127.0.0.3")
-	ab, ba := neighborOf(a, b, 64512, 64513), neighborOf(b, a, 64513, 64512)
-	ac, ca := neighborOf(a, c, 64512, 64514), neighborOf(c, a, 64514, 64512)
-	ab.Passive, ac.Passive = true, true
+	s := startThree(t)
+	a, b, c, ab, ac := s.a, s.b, s.c, s.ab, s.ac
 	standard := state.Policy{CalicoExport: true}
 	ab.Policy, ac.Policy = standard, standard
 	own := &state.Path{Prefix: netip.MustParsePrefix("10.244.1.0/26"), NextHop: netip.MustParseAddr(a.addr)}
-
-	// GoBGP's StartBgp writes package globals (table.UseMultiplePaths,
-	// SelectionOptions) that a running speaker's FSM reads: every speaker
-	// starts before any has a peer.
-	mustApply(t, a.Executor, effects.StartServer{Server: a.server(64512)})
-	mustApply(t, b.Executor, effects.StartServer{Server: b.server(64513)})
-	mustApply(t, c.Executor, effects.StartServer{Server: c.server(64514)})
-	mustApply(t, a.Executor,
-		effects.SetPolicy{Addr: ab.Address, Policy: standard, Gen: 1}, effects.AddPeer{Neighbor: ab, Gen: 1},
-		effects.SetPolicy{Addr: ac.Address, Policy: standard, Gen: 1}, effects.AddPeer{Neighbor: ac, Gen: 1})
 	mustPaths(t, a.Executor, effects.AddPath{Path: own})
-	mustApply(t, b.Executor, effects.AddPeer{Neighbor: ba, Gen: 1})
-	mustApply(t, c.Executor, effects.AddPeer{Neighbor: ca, Gen: 1})
-	a.events.waitState(t, b.addr, "established", establishTimeout)
-	a.events.waitState(t, c.addr, "established", establishTimeout)
+	s.peer(t, standard)
 	originate(t, b, "10.99.0.0/24")
 	waitRIB(t, a, "10.244.1.0/26", "10.99.0.0/24")
 	if n := members(t, a); len(n) != 0 {

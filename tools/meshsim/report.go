@@ -233,7 +233,7 @@ BIRD 2's syntax, and nothing else changes).
 - *Converged*: every namespace has an ESTABLISHED TCP connection on port 179 with every
   other node and a route through it to every other block in its kernel (polled every
   100 ms through netlink, which costs the speakers nothing), and then every speaker
-  reports every mesh session Established (peeragent's /metrics, BIRD's control socket).
+  reports every mesh session Established (peeragent's /metrics, uncompressed, BIRD's control socket).
 - *CPU to converge*: the speaker process's CPU time (the sum of its threads' schedstat)
   from its start until then. *Idle CPU*: over the idle window after a settle time, with
   nothing polled. *RSS*: at the end of the idle window, VmRSS (every page the process

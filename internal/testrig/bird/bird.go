@@ -53,7 +53,7 @@ func Start(t testing.TB, cfg Config) *Bird {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	bins, _ := lookup()
+	bins, _ := programs.Lookup()
 	b := &Bird{t: t, bins: bins, dir: t.TempDir(), cfg: cfg.clone(), out: &logBuffer{}}
 	b.conf = filepath.Join(b.dir, "bird.conf")
 	b.sock = filepath.Join(daemon.SocketDir(t, "birdtest", b.dir, "bird.ctl", maxSocketPath), "bird.ctl")

@@ -98,7 +98,7 @@ func TestRender(t *testing.T) {
 // TestRenderParses asks BIRD itself (bird -p) whether the config is valid.
 func TestRenderParses(t *testing.T) {
 	Require(t)
-	bins, _ := lookup()
+	bins, _ := programs.Lookup()
 	path := filepath.Join(t.TempDir(), "bird.conf")
 	if err := os.WriteFile(path, []byte(validConfig().Render()), 0o600); err != nil {
 		t.Fatal(err)

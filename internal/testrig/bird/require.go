@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/peeragent/peeragent/internal/testrig/daemon"
@@ -16,16 +15,10 @@ import (
 var sbinDirs = []string{"/usr/sbin", "/usr/local/sbin", "/sbin"}
 
 type binaries struct {
-	bird, birdc, version string
+	bird, birdc string
 }
 
-// lookup finds bird and birdc once per process and checks that bird is
-// BIRD 2.
-var lookup = sync.OnceValues(find)
-
-// dependency is BIRD 2, for Require.
-var dependency = daemon.Dependency{What: "peer", Tests: "BIRD interop tests"}
-
+// find finds bird and birdc and checks that bird is BIRD 2.
 func find() (binaries, error) {
 	bird, err := daemon.LookPath(sbinDirs, "bird")
 	if err != nil {
@@ -41,15 +34,12 @@ func find() (binaries, error) {
 	if err != nil || !strings.HasPrefix(v, "2.") {
 		return binaries{}, fmt.Errorf("%s --version said %q (err %v): BIRD 2 is needed", bird, out, err)
 	}
-	return binaries{bird: bird, birdc: birdc, version: v}, nil
+	return binaries{bird: bird, birdc: birdc}, nil
 }
 
-// Version is the version of the installed BIRD (for example "2.0.12"), or
-// why BIRD 2 cannot be used.
-func Version() (string, error) {
-	b, err := lookup()
-	return b.version, err
-}
+// programs are bird and birdc, found once per process, for Require.
+var programs = &daemon.Programs[binaries]{Find: find, Dependency: daemon.Dependency{What: "peer", Tests: "BIRD interop tests"},
+	NotAvailable: "!!! BIRD 2 NOT AVAILABLE: %v. Install Debian's bird2 (make deps, as root)."}
 
 // Require makes the test depend on a usable BIRD 2: when bird or birdc is
 // missing, it skips the test with a loud reason (also printed once on
@@ -57,9 +47,7 @@ func Version() (string, error) {
 // environment has CI=true, where it fails the test instead.
 func Require(t testing.TB) {
 	t.Helper()
-	if _, err := lookup(); err != nil {
-		dependency.Missing(t, fmt.Sprintf("!!! BIRD 2 NOT AVAILABLE: %v. Install Debian's bird2 (make deps, as root).", err))
-	}
+	programs.Require(t)
 }
 
 // FreePort is a TCP port on addr that was free a moment ago: the kernel

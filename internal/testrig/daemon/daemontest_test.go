@@ -213,6 +213,38 @@ func TestDependencyMissing(t *testing.T) {
 	}
 }
 
+// TestPrograms: Find runs once however often the programs are asked for;
+// Require ends the test with NotAvailable when it failed.
+func TestPrograms(t *testing.T) {
+	t.Setenv("CI", "")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{err: nil, want: ""},
+		{err: errors.New("no widget in PATH"), want: "skip: !!! WIDGET NOT AVAILABLE: no widget in PATH. Get one. SKIPPED."},
+	} {
+		finds := 0
+		p := &Programs[string]{Dependency: Dependency{What: "widget", Tests: "Widget tests"},
+			NotAvailable: "!!! WIDGET NOT AVAILABLE: %v. Get one.",
+			Find:         func() (string, error) { finds++; return "/bin/widget", tc.err }}
+		e := &ender{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.Require(e)
+			p.Require(e)
+		}()
+		<-done
+		if got, err := p.Lookup(); got != "/bin/widget" || err != tc.err || finds != 1 {
+			t.Errorf("Lookup = %q, %v after %d Find calls; want /bin/widget, %v, 1", got, err, finds, tc.err)
+		}
+		if e.ended != tc.want {
+			t.Errorf("Require with Find error %v: %q, want %q", tc.err, e.ended, tc.want)
+		}
+	}
+}
+
 // TestRequireBind: an address of lo passes; one this host does not have
 // (TEST-NET-1) is a missing dependency.
 func TestRequireBind(t *testing.T) {

@@ -41,6 +41,37 @@ func (d *Dependency) Missing(t testing.TB, reason string) {
 	t.Skipf("%s SKIPPED.", reason)
 }
 
+// Programs are the programs B a harness runs, looked up once per process
+// (the first time they are asked for), and the Dependency a test has on
+// them. Keep it in a package variable.
+type Programs[B any] struct {
+	Dependency
+	// NotAvailable is Require's reason when Find fails: a format with one
+	// %v, Find's error, that says how to get the programs.
+	NotAvailable string
+	// Find looks the programs up: them, or why they cannot be used.
+	Find func() (B, error)
+
+	once  sync.Once
+	found B
+	err   error
+}
+
+// Lookup is Find's answer, found once.
+func (p *Programs[B]) Lookup() (B, error) {
+	p.once.Do(func() { p.found, p.err = p.Find() })
+	return p.found, p.err
+}
+
+// Require makes the test depend on the programs: when Lookup fails it
+// ends t (Missing, with NotAvailable).
+func (p *Programs[B]) Require(t testing.TB) {
+	t.Helper()
+	if _, err := p.Lookup(); err != nil {
+		p.Missing(t, fmt.Sprintf(p.NotAvailable, err))
+	}
+}
+
 // RequireBind ends t (Missing) unless every one of addrs (IPv4
 // addresses) can be bound on this host: tests that use 127.0.0.0/8 beyond
 // 127.0.0.1 need it all on lo, as Linux has it.

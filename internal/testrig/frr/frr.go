@@ -83,7 +83,7 @@ func Start(t testing.TB, cfg Config) *FRR {
 	if cfg.Namespace != "" {
 		requireIP(t)
 	}
-	bins, _ := lookup()
+	bins, _ := programs.Lookup()
 	f := &FRR{t: t, bins: bins, dir: t.TempDir(), cfg: cfg.clone(), out: &logBuffer{}}
 	f.name = fmt.Sprintf("frr %s port %d AS %d", cfg.Address, cfg.Port, cfg.AS)
 	if cfg.Namespace != "" {

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/peeragent/peeragent/internal/testrig/daemon"
@@ -24,7 +23,7 @@ var vtyshDirs = []string{"/usr/bin", "/usr/local/bin", "/usr/sbin"}
 const minMajor, minMinor = 8, 4
 
 type binaries struct {
-	bgpd, vtysh, version string
+	bgpd, vtysh string
 	// zebra is empty, and zebraErr says why, when zebra cannot be used;
 	// only a Config with Zebra needs it.
 	zebra    string
@@ -34,12 +33,7 @@ type binaries struct {
 	vtyGroup string
 }
 
-// lookup finds bgpd and vtysh once per process and checks bgpd's version.
-var lookup = sync.OnceValues(find)
-
-// dependency is FRR, for Require.
-var dependency = daemon.Dependency{What: "peer", Tests: "FRR interop tests"}
-
+// find finds bgpd and vtysh, checks bgpd's version and looks for zebra.
 func find() (binaries, error) {
 	bgpd, err := daemon.LookPath(bgpdDirs, "bgpd")
 	if err != nil {
@@ -54,11 +48,10 @@ func find() (binaries, error) {
 	if err != nil {
 		return binaries{}, fmt.Errorf("%s --version: %v: %s", bgpd, err, strings.TrimSpace(string(out)))
 	}
-	v, err := parseVersion(string(out))
-	if err != nil {
+	if _, err := parseVersion(string(out)); err != nil {
 		return binaries{}, fmt.Errorf("%s --version: %w", bgpd, err)
 	}
-	b := binaries{bgpd: bgpd, vtysh: vtysh, version: v}
+	b := binaries{bgpd: bgpd, vtysh: vtysh}
 	b.zebra, b.vtyGroup, b.zebraErr = findZebra()
 	return b, nil
 }
@@ -111,12 +104,9 @@ func parseVersion(out string) (string, error) {
 	return v, nil
 }
 
-// Version is the version of the installed FRR (for example "8.4.4"), or
-// why FRR cannot be used.
-func Version() (string, error) {
-	b, err := lookup()
-	return b.version, err
-}
+// programs are bgpd, vtysh and zebra, found once per process, for Require.
+var programs = &daemon.Programs[binaries]{Find: find, Dependency: daemon.Dependency{What: "peer", Tests: "FRR interop tests"},
+	NotAvailable: "!!! FRR NOT AVAILABLE: %v. Install Debian's frr (make deps, as root)."}
 
 // Require makes the test depend on a usable FRR: when bgpd or vtysh is
 // missing or FRR is older than 8.4, it skips the test with a loud reason
@@ -125,9 +115,7 @@ func Version() (string, error) {
 // instead.
 func Require(t testing.TB) {
 	t.Helper()
-	if _, err := lookup(); err != nil {
-		dependency.Missing(t, fmt.Sprintf("!!! FRR NOT AVAILABLE: %v. Install Debian's frr (make deps, as root).", err))
-	}
+	programs.Require(t)
 }
 
 // requireZebra is Require for a Config with Zebra: zebra too, and ip
@@ -135,8 +123,8 @@ func Require(t testing.TB) {
 func requireZebra(t testing.TB) {
 	t.Helper()
 	Require(t)
-	if b, _ := lookup(); b.zebraErr != nil {
-		dependency.Missing(t, fmt.Sprintf("!!! FRR's zebra NOT AVAILABLE: %v. Install Debian's frr (make deps, as root).", b.zebraErr))
+	if b, _ := programs.Lookup(); b.zebraErr != nil {
+		programs.Missing(t, fmt.Sprintf("!!! FRR's zebra NOT AVAILABLE: %v. Install Debian's frr (make deps, as root).", b.zebraErr))
 	}
 }
 
@@ -145,7 +133,7 @@ func requireIP(t testing.TB) string {
 	t.Helper()
 	p, err := exec.LookPath("ip")
 	if err != nil {
-		dependency.Missing(t, "!!! NO ip (iproute2): FRR in a network namespace runs through ip netns exec.")
+		programs.Missing(t, "!!! NO ip (iproute2): FRR in a network namespace runs through ip netns exec.")
 	}
 	return p
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/peeragent/peeragent/internal/testrig/daemon"
@@ -22,14 +21,14 @@ type Binaries struct {
 	APIServer, Etcd string
 }
 
-var (
-	findOnce   = sync.OnceValues(find)
-	dependency = daemon.Dependency{What: "API server", Tests: "Real-cluster tests"}
-)
+// programs are kube-apiserver and etcd, found once per process, for Require.
+var programs = &daemon.Programs[Binaries]{Find: find, Dependency: daemon.Dependency{What: "API server", Tests: "Real-cluster tests"},
+	NotAvailable: "!!! KUBE-APISERVER/ETCD NOT AVAILABLE: %v. Build them with `make apiserver` " +
+		"(tools/apiserver/build.sh) or set KUBEBUILDER_ASSETS."}
 
 // Find locates kube-apiserver and etcd: in $KUBEBUILDER_ASSETS when it is
 // set, else in CacheDir(). The answer is computed once per process.
-func Find() (Binaries, error) { return findOnce() }
+func Find() (Binaries, error) { return programs.Lookup() }
 
 func find() (Binaries, error) {
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
@@ -70,8 +69,5 @@ func CacheDir() (string, error) {
 // it fails the test instead.
 func Require(t testing.TB) {
 	t.Helper()
-	if _, err := Find(); err != nil {
-		dependency.Missing(t, fmt.Sprintf("!!! KUBE-APISERVER/ETCD NOT AVAILABLE: %v. Build them with `make apiserver` "+
-			"(tools/apiserver/build.sh) or set KUBEBUILDER_ASSETS.", err))
-	}
+	programs.Require(t)
 }

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+// The agent's garbage-collection policy (docs/performance.md "Garbage
+// collection while the agent starts"): while it starts (reads its objects,
+// configures the speaker, brings the sessions up and learns the first
+// routes) it allocates much and keeps most of it, so collecting at Go's
+// default GOGC (100) is mostly wasted work; once its State has stopped
+// changing the heap goal goes back to GOGC and the memory the start
+// freed goes back to the OS at once, not over minutes.
+const (
+	// defaultStartGCPercent is --gc-start-percent's default.
+	defaultStartGCPercent = 400
+	// startQuiet is how long the State must stay unchanged, after the loop
+	// is ready, for the start to be over: longer than GoBGP's connect
+	// retries (2-5 s), so that the sessions still coming up, and the routes
+	// they bring, are part of the start.
+	startQuiet = 10 * time.Second
+	// startMax ends the start phase even if the State keeps changing
+	// (a neighbor flapping, a manifest directory written to all the time).
+	startMax = 2 * time.Minute
+)
+
+// gcStart is the start phase of the GC policy. observe is an observer of
+// published State (agent.LoopConfig.Published); run ends the phase.
+type gcStart struct {
+	percent int   // GOGC during the start
+	settled int   // GOGC after it: $GOGC's or Go's default
+	limit   int64 // the soft memory limit during the start (0: none set)
+	prevLim int64 // the one before it
+	last    atomic.Int64
+	now     func() time.Time
+	log     *slog.Logger
+}
+
+// newGCStart applies the start's GOGC and returns the phase, or nil when
+// there is none: --gc-start-percent 0, or $GOGC set (the user's GC setting
+// wins, for the whole run).
+func newGCStart(percent int, log *slog.Logger) *gcStart {
+	if percent == 0 {
+		return nil
+	}
+	if v, ok := lookupGOGC(); ok {
+		log.Info("$GOGC is set: no GC start phase", "GOGC", v)
+		return nil
+	}
+	g := &gcStart{percent: percent, now: time.Now, log: log}
+	g.settled = debug.SetGCPercent(percent)
+	// A larger GOGC must not take a big node's agent past its container's
+	// memory limit while it starts: the limit (less a tenth for what is
+	// not heap) bounds the heap then, unless $GOMEMLIMIT sets one already.
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		if c := cgroupMemoryLimit(cgroupRoot); c > 0 {
+			g.limit = c / 10 * 9
+			g.prevLim = debug.SetMemoryLimit(g.limit)
+		}
+	}
+	g.last.Store(g.now().UnixNano())
+	return g
+}
+
+// lookupGOGC is $GOGC, if set.
+func lookupGOGC() (string, bool) { return os.LookupEnv("GOGC") }
+
+// observe notes when the State last changed.
+func (g *gcStart) observe(state.State) { g.last.Store(g.now().UnixNano()) }
+
+// over reports whether the start is over at now: the loop is ready and
+// the State has not changed for startQuiet, or startMax has passed.
+func (g *gcStart) over(ready bool, began, now time.Time) bool {
+	if now.Sub(began) >= startMax {
+		return true
+	}
+	return ready && now.Sub(time.Unix(0, g.last.Load())) >= startQuiet
+}
+
+// run waits for the start to be over, then sets GOGC back and returns the
+// freed memory to the OS. It returns when ctx ends, or once it is done.
+func (g *gcStart) run(ctx context.Context, ready func() bool) error {
+	began := g.now()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if g.over(ready(), began, g.now()) {
+			break
+		}
+	}
+	debug.SetGCPercent(g.settled)
+	if g.limit > 0 {
+		debug.SetMemoryLimit(g.prevLim)
+	}
+	debug.FreeOSMemory()
+	g.log.Info("start over: GC back to GOGC, freed memory returned to the OS", "GOGC", g.settled,
+		"after", g.now().Sub(began).Round(time.Millisecond))
+	return nil
+}
+
+// cgroupRoot is where the process's cgroup is mounted (in a container:
+// its own, through the cgroup namespace); tests change it.
+var cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupMemoryLimit is the memory limit of the cgroup mounted at root
+// (cgroup v2 memory.max, else v1 memory/memory.limit_in_bytes) in bytes,
+// or 0 when there is none or it cannot be read.
+func cgroupMemoryLimit(root string) int64 {
+	for _, f := range []string{"memory.max", "memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			continue
+		}
+		v := strings.TrimSpace(string(b))
+		if v == "max" {
+			return 0
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || n >= 1<<62 { // v1's "none" is a page-rounded MaxInt64
+			return 0
+		}
+		return n
+	}
+	return 0
+}
+
+// checkGCStartPercent validates --gc-start-percent.
+func checkGCStartPercent(p int) error {
+	if p < 0 {
+		return fmt.Errorf("--gc-start-percent %d: want a GOGC percentage, or 0 for no start phase", p)
+	}
+	return nil
+}

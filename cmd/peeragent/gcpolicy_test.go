@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/peeragent/peeragent/state"
+)
+
+func TestGCStartOver(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	now := t0
+	g := &gcStart{now: func() time.Time { return now }}
+	g.observe(state.State{}) // a State published at t0
+	cases := []struct {
+		name  string
+		ready bool
+		at    time.Duration // after t0
+		want  bool
+	}{
+		{"not ready, quiet", false, startQuiet, false},
+		{"ready, changed just now", true, 0, false},
+		{"ready, quiet not long enough", true, startQuiet - time.Millisecond, false},
+		{"ready and quiet", true, startQuiet, true},
+		{"not ready past the bound", false, startMax, true},
+	}
+	for _, c := range cases {
+		if got := g.over(c.ready, t0, t0.Add(c.at)); got != c.want {
+			t.Errorf("%s: over = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// A State published later starts the quiet time again.
+	now = t0.Add(time.Second)
+	g.observe(state.State{})
+	if g.over(true, t0, t0.Add(startQuiet)) {
+		t.Error("over although the State changed 1 s after t0")
+	}
+	if !g.over(true, t0, t0.Add(time.Second+startQuiet)) {
+		t.Error("not over startQuiet after the last change")
+	}
+}
+
+func TestGCStartPercent(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+
+	if g := newGCStart(0, log); g != nil {
+		t.Error("--gc-start-percent 0 made a start phase")
+	}
+	t.Setenv("GOGC", "50")
+	if g := newGCStart(400, log); g != nil {
+		t.Error("a start phase although $GOGC is set")
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC changed to %d although $GOGC is set", got)
+	}
+}
+
+func TestGCStartRun(t *testing.T) {
+	if _, ok := lookupGOGC(); ok {
+		t.Skip("$GOGC is set")
+	}
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	prev := debug.SetGCPercent(80)
+	defer debug.SetGCPercent(prev)
+	g := newGCStart(400, log)
+	if g == nil {
+		t.Fatal("no start phase")
+	}
+	if got := debug.SetGCPercent(400); got != 400 {
+		t.Fatalf("GOGC while starting = %d, want 400", got)
+	}
+	base := time.Now()
+	g.now = func() time.Time { return base.Add(time.Since(base) * 100) } // the quiet time passes 100x faster
+	done := make(chan error, 1)
+	go func() { done <- g.run(context.Background(), func() bool { return true }) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the start phase did not end")
+	}
+	if got := debug.SetGCPercent(80); got != 80 {
+		t.Errorf("GOGC after the start = %d, want the one before it (80)", got)
+	}
+	if !strings.Contains(logs.String(), "start over") {
+		t.Errorf("no log line for the end of the start: %q", logs.String())
+	}
+}
+
+func TestCheckGCStartPercent(t *testing.T) {
+	for p, ok := range map[int]bool{-1: false, 0: true, 100: true, 400: true} {
+		if err := checkGCStartPercent(p); (err == nil) != ok {
+			t.Errorf("checkGCStartPercent(%d) = %v", p, err)
+		}
+	}
+}
+
+func TestCgroupMemoryLimit(t *testing.T) {
+	write := func(t *testing.T, dir, name, v string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name, file, value string
+		want              int64
+	}{
+		{"v2 limit", "memory.max", "1073741824\n", 1 << 30},
+		{"v2 none", "memory.max", "max\n", 0},
+		{"v1 limit", "memory/memory.limit_in_bytes", "536870912\n", 512 << 20},
+		{"v1 none", "memory/memory.limit_in_bytes", "9223372036854771712\n", 0},
+		{"garbage", "memory.max", "lots\n", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, c.file, c.value)
+			if got := cgroupMemoryLimit(dir); got != c.want {
+				t.Errorf("cgroupMemoryLimit = %d, want %d", got, c.want)
+			}
+		})
+	}
+	if got := cgroupMemoryLimit(t.TempDir()); got != 0 {
+		t.Errorf("no cgroup files: %d, want 0", got)
+	}
+}
+
+func TestGCStartContainerLimit(t *testing.T) {
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+		t.Skip("$GOMEMLIMIT is set")
+	}
+	if _, ok := lookupGOGC(); ok {
+		t.Skip("$GOGC is set")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte("1073741824\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := cgroupRoot
+	cgroupRoot = dir
+	defer func() { cgroupRoot = old }()
+	prevPct, prevLim := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	defer func() { debug.SetGCPercent(prevPct); debug.SetMemoryLimit(prevLim) }()
+
+	g := newGCStart(400, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if got, want := debug.SetMemoryLimit(-1), int64(1<<30)/10*9; got != want {
+		t.Errorf("memory limit while starting = %d, want %d (0.9 of the container's)", got, want)
+	}
+	base := time.Now()
+	g.now = func() time.Time { return base.Add(time.Since(base) * 100) }
+	if err := g.run(context.Background(), func() bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != prevLim {
+		t.Errorf("memory limit after the start = %d, want the one before it (%d)", got, prevLim)
+	}
+}
