@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -182,9 +183,7 @@ func (l *Loop) step(batch []state.Action) {
 	for _, p := range l.publish {
 		p(s)
 	}
-	for _, a := range batch {
-		logAction(l.log, a)
-	}
+	logActions(l.log, prev, batch)
 	if len(effs) > 0 {
 		l.pendingQ.Add(1)
 		l.work <- effs
@@ -267,6 +266,41 @@ func (l *Loop) serviceEffect(e effects.Effect) {
 	}
 }
 
+// logActions logs a batch reduced from prev. A session's state change is
+// logged at info when it reaches or leaves Established or GoBGP gave a
+// reason, else at debug: the steps between (active, opensent,
+// openconfirm) are three lines per neighbor at every start, a write each.
+// What it left is the state last reported for it, in this batch or in
+// prev.
+func logActions(log *slog.Logger, prev state.State, batch []state.Action) {
+	var was map[netip.Addr]string
+	for _, a := range batch {
+		sc, ok := a.(state.SessionStateChanged)
+		if !ok {
+			logAction(log, a)
+			continue
+		}
+		before, seen := was[sc.Address]
+		if !seen {
+			if x, ok := prev.Out.Sessions.Get(state.AddrKey(sc.Address.Unmap())); ok {
+				before = x.BGP
+			}
+			if was == nil {
+				was = map[netip.Addr]string{}
+			}
+		}
+		was[sc.Address] = sc.State
+		level := slog.LevelDebug
+		if sc.State == established || before == established || sc.Reason != "" {
+			level = slog.LevelInfo
+		}
+		log.Log(context.Background(), level, "session", "address", sc.Address, "state", sc.State, "reason", sc.Reason)
+	}
+}
+
+// established is GoBGP's name of the state (state.Session.BGP).
+const established = "established"
+
 // logAction logs what happened, at debug level for the routine and warn
 // for failures. Actions print through their journal form: no secret text.
 func logAction(log *slog.Logger, a state.Action) {
@@ -281,8 +315,6 @@ func logAction(log *slog.Logger, a state.Action) {
 		log.Info("own routes listed", "dataplane", a.Dataplane, "routes", len(a.Routes), "error", a.Error)
 	case state.ServerApplyFailed:
 		log.Error("bgp server failed", "error", a.Error)
-	case state.SessionStateChanged:
-		log.Info("session", "address", a.Address, "state", a.State, "reason", a.Reason)
 	default:
 		if log.Enabled(context.Background(), slog.LevelDebug) {
 			raw, _ := state.EncodeAction(a)

@@ -254,8 +254,10 @@ func (t *tx) eachSettled(restartOver func(time.Duration) bool) bool {
 			ok = restartOver(restart) && ok
 			return true
 		}
+		// An Established neighbor only decides ok: once it is false, the
+		// others are asked only for their restart times.
 		for _, f := range n.Families {
-			if strings.HasSuffix(f, "-unicast") && !t.s.Routing.HasEOR(n.Address, f) {
+			if ok && strings.HasSuffix(f, "-unicast") && !t.s.Routing.HasEOR(n.Address, f) {
 				ok = false
 			}
 		}

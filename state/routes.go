@@ -215,9 +215,21 @@ func (r Routing) StaleOf(addr netip.Addr) *StaleNeighbor {
 }
 
 // HasEOR reports whether End-of-RIB from addr for family was received.
+// It builds the key on the stack: the settle check asks it for every
+// neighbor at every step until the routes are settled.
 func (r Routing) HasEOR(addr netip.Addr, family string) bool {
-	_, ok := slices.BinarySearch(r.EOR, eorKey(addr, family))
-	return ok
+	var buf [64]byte
+	k := append(append(appendAddrKey(buf[:0], addr.Unmap()), ' '), family...)
+	lo, hi := 0, len(r.EOR)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r.EOR[m] < string(k) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < len(r.EOR) && r.EOR[lo] == string(k)
 }
 
 // WithEOR returns the EOR list with addr and family added (a new slice).
