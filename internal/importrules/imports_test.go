@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -55,17 +56,7 @@ func TestSelectorIsStdlibOnly(t *testing.T) {
 // tools (tools/) are for tests and people; nothing the binary is built from
 // may import them.
 func TestProductionImportsNoTestRig(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/cmd/peeragent").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	for _, d := range strings.Fields(string(out)) {
-		for _, f := range []string{"github.com/peeragent/peeragent/internal/testrig", "github.com/peeragent/peeragent/tools/"} {
-			if strings.HasPrefix(d, f) {
-				t.Errorf("the agent binary depends on %s", d)
-			}
-		}
-	}
+	agentLinksNone(t, agentDeps(t), "github.com/peeragent/peeragent/internal/testrig", "github.com/peeragent/peeragent/tools")
 }
 
 // TestAgentLinksNoFullClientset: the agent reads two built-in API groups
@@ -76,22 +67,11 @@ func TestProductionImportsNoTestRig(t *testing.T) {
 // maps"). Only core/v1 and discovery/v1 of k8s.io/api, and what
 // projectcalico/api's types embed (networking/v1), may be linked.
 func TestAgentLinksNoFullClientset(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/cmd/peeragent").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 100 {
-		t.Fatalf("go list returned too few dependencies: %q", out)
-	}
+	deps := agentDeps(t)
+	agentLinksNone(t, deps, "k8s.io/client-go/kubernetes", "k8s.io/client-go/informers", "k8s.io/client-go/discovery",
+		"k8s.io/client-go/applyconfigurations", "k8s.io/client-go/dynamic/dynamicinformer")
 	apis := map[string]bool{"k8s.io/api/core/v1": true, "k8s.io/api/discovery/v1": true, "k8s.io/api/networking/v1": true}
 	for _, d := range deps {
-		for _, f := range []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers", "k8s.io/client-go/discovery",
-			"k8s.io/client-go/applyconfigurations", "k8s.io/client-go/dynamic/dynamicinformer"} {
-			if d == f || strings.HasPrefix(d, f+"/") {
-				t.Errorf("the agent binary depends on %s", d)
-			}
-		}
 		if strings.HasPrefix(d, "k8s.io/api/") && !apis[d] {
 			t.Errorf("the agent binary depends on %s", d)
 		}
@@ -109,25 +89,11 @@ func TestAgentLinksNoFullClientset(t *testing.T) {
 // (docs/performance.md "What the binary maps"). watch.TypedClient makes
 // the typed requests itself and watch/status has its own recorder.
 func TestAgentLinksNoOpenAPI(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/cmd/peeragent").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 100 {
-		t.Fatalf("go list returned too few dependencies: %q", out)
-	}
-	for _, d := range deps {
-		for _, f := range []string{"k8s.io/client-go/gentype", "k8s.io/client-go/testing", "k8s.io/client-go/tools/record",
-			"k8s.io/apimachinery/pkg/util/managedfields", "k8s.io/apimachinery/pkg/util/strategicpatch",
-			"github.com/google/gnostic-models", "github.com/go-openapi", "k8s.io/kube-openapi/pkg/util/proto",
-			"k8s.io/kube-openapi/pkg/validation", "k8s.io/kube-openapi/pkg/schemaconv",
-			"sigs.k8s.io/structured-merge-diff/v6/typed", "sigs.k8s.io/structured-merge-diff/v6/merge"} {
-			if d == f || strings.HasPrefix(d, f+"/") {
-				t.Errorf("the agent binary depends on %s", d)
-			}
-		}
-	}
+	agentLinksNone(t, agentDeps(t), "k8s.io/client-go/gentype", "k8s.io/client-go/testing", "k8s.io/client-go/tools/record",
+		"k8s.io/apimachinery/pkg/util/managedfields", "k8s.io/apimachinery/pkg/util/strategicpatch",
+		"github.com/google/gnostic-models", "github.com/go-openapi", "k8s.io/kube-openapi/pkg/util/proto",
+		"k8s.io/kube-openapi/pkg/validation", "k8s.io/kube-openapi/pkg/schemaconv",
+		"sigs.k8s.io/structured-merge-diff/v6/typed", "sigs.k8s.io/structured-merge-diff/v6/merge")
 }
 
 // TestAgentLinksOneYAMLv3: go-yaml v3 is in the binary once. GoBGP links
@@ -137,15 +103,44 @@ func TestAgentLinksNoOpenAPI(t *testing.T) {
 // path, 0.2 MB more code and another package init (docs/performance.md
 // "What the binary maps").
 func TestAgentLinksOneYAMLv3(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/cmd/peeragent").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
+	deps := agentDeps(t)
 	if !slices.Contains(deps, "gopkg.in/yaml.v3") {
 		t.Errorf("the agent binary no longer links gopkg.in/yaml.v3 (GoBGP moved?): let watch/files_bound.go follow it; deps %q", deps)
 	}
 	if slices.Contains(deps, "go.yaml.in/yaml/v3") {
 		t.Errorf("the agent binary links both gopkg.in/yaml.v3 and go.yaml.in/yaml/v3")
+	}
+}
+
+// agentDeps lists the packages the agent binary is built from (go list
+// -deps of cmd/peeragent), once for every test of the package.
+var agentDeps = func() func(t *testing.T) []string {
+	list := sync.OnceValues(func() ([]byte, error) {
+		return exec.Command("go", "list", "-deps", "github.com/peeragent/peeragent/cmd/peeragent").CombinedOutput()
+	})
+	return func(t *testing.T) []string {
+		t.Helper()
+		out, err := list()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 100 {
+			t.Fatalf("go list returned too few dependencies: %q", out)
+		}
+		return deps
+	}
+}()
+
+// agentLinksNone fails t for every package of deps that is one of paths or
+// inside one of them.
+func agentLinksNone(t *testing.T, deps []string, paths ...string) {
+	t.Helper()
+	for _, d := range deps {
+		for _, f := range paths {
+			if d == f || strings.HasPrefix(d, f+"/") {
+				t.Errorf("the agent binary depends on %s", d)
+			}
+		}
 	}
 }
