@@ -36,7 +36,10 @@ package watch
 //     Calico v3 or core v1 type, then the converters of convert.go. Calico
 //     objects are strict (an unknown or repeated field is a problem, as
 //     with `kubectl apply`); Nodes, Secrets, Pods, Services and
-//     EndpointSlices are lenient (files_decode.go).
+//     EndpointSlices are lenient (files_decode.go). A document's YAML is
+//     converted to JSON once, and its kind and its object are read from
+//     that JSON; only a document with a repeated key, which its lenient
+//     kinds still read, is converted again (convertManifestDoc).
 //   - Problems: a file that cannot be read, a document that is not valid
 //     YAML or does not decode into its type, an object without a name, or a
 //     duplicate, is a Problem{Object: "file/NAME", Reason: "line N: ..."}
