@@ -1,9 +1,9 @@
 package watch
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	v3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
@@ -50,21 +50,15 @@ type manifestText struct {
 }
 
 // convertManifestDoc converts a document's YAML to JSON once, strictly,
-// and reads its generic tree from that JSON: the tree
-// parseManifestTree would give, since without a repeated key the lenient
-// conversion is the strict one, and converting into an any is converting
-// into nothing in particular. When the strict conversion fails (a repeated
-// key, a syntax error) it returns no JSON and no tree: the caller parses
-// the document leniently, as ever, and the decodes start from the YAML.
+// with its generic tree (manifestJSON): the tree parseManifestTree would
+// give, since without a repeated key the lenient conversion is the strict
+// one, and converting into an any is converting into nothing in
+// particular. Where manifestJSON cannot, it returns no JSON and no tree:
+// the caller parses the document leniently, as ever, and the decodes start
+// from the YAML.
 func convertManifestDoc(doc []byte) (manifestText, any) {
-	j, err := yaml.YAMLToJSONStrict(doc)
-	if err != nil {
-		return manifestText{yaml: doc}, nil
-	}
-	var tree any
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.UseNumber()
-	if dec.Decode(&tree) != nil { // cannot happen for JSON just encoded
+	j, tree, ok := manifestJSON(doc)
+	if !ok {
 		return manifestText{yaml: doc}, nil
 	}
 	return manifestText{yaml: doc, json: j}, tree
@@ -273,12 +267,12 @@ func lookupManifestKind(apiVersion, kind string) (mk manifestKind, reason string
 // (projectcalico.org/v3)` or `Secret "bgp" (namespace "ns")`.
 func manifestLabel(apiVersion, kind string, meta map[string]any) string {
 	name, _ := meta["name"].(string)
-	label := fmt.Sprintf("%s %q", kind, name)
+	label := kind + " " + strconv.Quote(name) // as %q
 	if apiVersion != "v1" {
 		return label + " (" + apiVersion + ")"
 	}
 	if ns, _ := meta["namespace"].(string); kind == "Secret" && ns != "" {
-		label += fmt.Sprintf(" (namespace %q)", ns)
+		label += " (namespace " + strconv.Quote(ns) + ")"
 	}
 	return label
 }

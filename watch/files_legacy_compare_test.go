@@ -2,6 +2,7 @@ package watch
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/peeragent/peeragent/state"
 )
@@ -83,6 +86,8 @@ var hostileManifests = func() []string {
 		"? [complex, key]\n: v\n",
 		"? {a: b}\n: v\napiVersion: v1\nkind: Node\n",
 		"1.5: x\ntrue: y\napiVersion: v1\nkind: Node\nmetadata: {name: n}\n",
+		"0.123456789: x\n1e100: y\n-.inf: z\n.nan: w\n7: v\nno: u\napiVersion: v1\nkind: Node\nmetadata: {name: n, labels: {0.1: a, 12345678901: b, false: c}}\n",
+		"apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: {a: 0.123456789, b: 1e100, c: 1e-7, d: -0.0, e: 123456789012345678901234567890, f: 0o17, g: 1_000, h: 0b101, i: 2001-12-14t21:59:43.10-05:00}}\n",
 		"~: x\napiVersion: v1\nkind: Node\nmetadata: {name: n}\n",
 		"apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec: {podCIDR: .nan}\n",
 		"%YAML 1.1\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n}\n",
@@ -134,6 +139,10 @@ var hostileManifests = func() []string {
 		"apiVersion: v1\nkind: Node\nmetadata: {name: \"\xff\xfe\"}\n",
 		// several documents, markers
 		"---\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n...\n--- # c\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\nkind: Node\nkind: Node\n---\n",
+		"apiVersion: v1\r\nkind: Node\r\nmetadata: {name: a}\r\n---\r\napiVersion: v1\r\nkind: Node\r\nmetadata:\r\n  name: b\r\n  name: c",
+		"--- {apiVersion: v1, kind: Node, metadata: {name: a}}\n---\t# c\n\n# only a comment\n...\n...\n--- \napiVersion: v1\nkind: Node\nmetadata: {name: a}\n---x: 1\n----\n",
+		"",
+		"\n\n# nothing\n---\n---\n",
 	}
 	return out
 }()
@@ -242,6 +251,10 @@ func mutateManifest(rng *rand.Rand, doc []byte) []byte {
 
 func checkSameAsLegacy(t *testing.T, where string, doc []byte) {
 	t.Helper()
+	checkManifestJSON(t, where, doc)
+	if docs, want := splitManifest(doc), legacySplitManifest(doc); !reflect.DeepEqual(docs, want) {
+		t.Errorf("%s: split into\n  %+v\nthe legacy split\n  %+v\nfile:\n%q", where, docs, want, doc)
+	}
 	for _, node := range []string{"", "node-a"} {
 		objs, probs := decodeManifestIn(doc, state.DefaultNamespace, node)
 		wantObjs, wantProbs := legacyDecodeManifestIn(doc, state.DefaultNamespace, node)
@@ -264,4 +277,37 @@ func FuzzDecodeManifestSameAsLegacy(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		checkSameAsLegacy(t, "input", doc)
 	})
+}
+
+// checkManifestJSON checks manifestJSON against sigs.k8s.io/yaml on each
+// document of doc: where it converts, the JSON is YAMLToJSONStrict's byte
+// for byte and the tree is that JSON decoded with UseNumber.
+func checkManifestJSON(t *testing.T, where string, doc []byte) {
+	t.Helper()
+	for _, d := range splitManifest(doc) {
+		if checkExpansion(d.text) != "" {
+			continue // not converted at all
+		}
+		j, tree, ok := manifestJSON(d.text)
+		if !ok {
+			continue // read the old way
+		}
+		want, err := yaml.YAMLToJSONStrict(d.text)
+		if err != nil {
+			t.Errorf("%s: manifestJSON converts what YAMLToJSONStrict refuses (%v):\n%q", where, err, d.text)
+			continue
+		}
+		if !bytes.Equal(j, want) {
+			t.Errorf("%s: manifestJSON gives\n  %s\nYAMLToJSONStrict\n  %s\ndocument:\n%q", where, j, want, d.text)
+		}
+		var wantTree any
+		dec := json.NewDecoder(bytes.NewReader(want))
+		dec.UseNumber()
+		if err := dec.Decode(&wantTree); err != nil {
+			t.Errorf("%s: %v", where, err)
+		}
+		if !reflect.DeepEqual(tree, wantTree) {
+			t.Errorf("%s: manifestJSON's tree\n  %#v\nthe JSON's\n  %#v\ndocument:\n%q", where, tree, wantTree, d.text)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -19,11 +20,11 @@ import (
 // generic tree and each typed decode converted the YAML on their own. It
 // is the oracle of TestDecodeManifestSameAsLegacy and
 // FuzzDecodeManifestSameAsLegacy. It shares with today's decoder only
-// what did not change (splitting, the alias bound, lookupManifestKind,
-// labels, redaction, the converters of convert.go).
+// what did not change (the alias bound, lookupManifestKind, redaction,
+// the converters of convert.go).
 func legacyDecodeManifestIn(data []byte, namespace, node string) ([]manifestObject, []fileProblem) {
 	d := &legacyDecoder{fileDecoder{namespace: namespace, node: node}}
-	for _, doc := range splitManifest(data) {
+	for _, doc := range legacySplitManifest(data) {
 		d.document(doc)
 	}
 	return d.objects, d.problems
@@ -86,7 +87,7 @@ func (d *legacyDecoder) object(tree any, raw []byte, pos docPos, secrets []strin
 		return
 	}
 	meta, _ := m["metadata"].(map[string]any)
-	label := manifestLabel(apiVersion, kind, meta)
+	label := legacyManifestLabel(apiVersion, kind, meta)
 	if ns, _ := meta["namespace"].(string); mk.kind == state.KindSecret && ns != "" && ns != d.namespace {
 		d.problem(pos, pos.line, fmt.Sprintf("%s ignored: Secrets are read from the agent's namespace %q only", label, d.namespace), secrets)
 		return
@@ -221,4 +222,56 @@ func legacyDecodeSecret(raw []byte) (any, string, error) {
 		return nil, s.Name, fmt.Errorf("does not decode as a v1 Secret (%s)", secretWithheld)
 	}
 	return Secret(&s), s.Name, nil
+}
+
+func legacySplitManifest(data []byte) []manifestDoc {
+	var docs []manifestDoc
+	var buf []byte
+	start := 1
+	flush := func(next int) {
+		if first := legacyFirstContentLine(buf); first > 0 {
+			docs = append(docs, manifestDoc{start: start, line: start + first - 1, text: buf})
+		}
+		buf, start = nil, next
+	}
+	for i, l := range bytes.SplitAfter(data, []byte("\n")) {
+		n := i + 1
+		switch {
+		case isDocMarker(l, "---"):
+			flush(n)
+			buf = append(buf, l...)
+		case isDocMarker(l, "..."):
+			buf = append(buf, l...)
+			flush(n + 1)
+		default:
+			buf = append(buf, l...)
+		}
+	}
+	flush(0)
+	return docs
+}
+
+func legacyFirstContentLine(doc []byte) int {
+	for i, l := range bytes.SplitAfter(doc, []byte("\n")) {
+		t := bytes.TrimSpace(l)
+		if bytes.HasPrefix(t, []byte("---")) && isDocMarker(l, "---") {
+			t = bytes.TrimSpace(t[3:])
+		}
+		if len(t) > 0 && t[0] != '#' && !isDocMarker(l, "...") {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func legacyManifestLabel(apiVersion, kind string, meta map[string]any) string {
+	name, _ := meta["name"].(string)
+	label := fmt.Sprintf("%s %q", kind, name)
+	if apiVersion != "v1" {
+		return label + " (" + apiVersion + ")"
+	}
+	if ns, _ := meta["namespace"].(string); kind == "Secret" && ns != "" {
+		label += fmt.Sprintf(" (namespace %q)", ns)
+	}
+	return label
 }
