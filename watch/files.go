@@ -38,8 +38,11 @@ package watch
 //     with `kubectl apply`); Nodes, Secrets, Pods, Services and
 //     EndpointSlices are lenient (files_decode.go). A document's YAML is
 //     converted to JSON once, and its kind and its object are read from
-//     that JSON; only a document with a repeated key, which its lenient
-//     kinds still read, is converted again (convertManifestDoc).
+//     that JSON. What that cannot read exactly as before is read from the
+//     YAML as before: a document that does not convert strictly (a
+//     repeated key, which the lenient kinds still read), a lenient object
+//     that needs sigs.k8s.io/yaml's typed conversion (a number as a label
+//     value), a List's items (convertManifestDoc, decodeLenient).
 //   - Problems: a file that cannot be read, a document that is not valid
 //     YAML or does not decode into its type, an object without a name, or a
 //     duplicate, is a Problem{Object: "file/NAME", Reason: "line N: ..."}
