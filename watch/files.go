@@ -166,6 +166,16 @@ func loadFiles(files []fileInput, namespace, node string) (Objects, map[string][
 // defines and report no problem. decode decodes one file version.
 func loadFilesRetaining(files, retained []fileInput, decode func(fileInput) ([]manifestObject, []fileProblem)) (Objects, map[string][]state.Problem) {
 	var o Objects
+	problems := scanFiles(files, retained, decode, func(obj manifestObject) { o.add(obj.value) })
+	o.sortByName()
+	return o, problems
+}
+
+// scanFiles is loadFilesRetaining's walk: it calls add with each object
+// that is the first definition of its kind and name, and returns the
+// problems. keepLastGood, which needs only a file's problems, builds no
+// Objects.
+func scanFiles(files, retained []fileInput, decode func(fileInput) ([]manifestObject, []fileProblem), add func(manifestObject)) map[string][]state.Problem {
 	problems := map[string][]state.Problem{}
 	first := map[string]firstDefinition{}
 	for i, f := range slices.Concat(files, retained) {
@@ -182,15 +192,14 @@ func loadFilesRetaining(files, retained []fileInput, decode func(fileInput) ([]m
 					continue
 				}
 				first[key] = firstDefinition{file: f.name, obj: obj}
-				o.add(obj.value)
+				add(obj)
 			}
 		}
 		if len(fps) > 0 && i < len(files) {
 			problems[fileSource(f.name)] = fileProblems(f.name, fps)
 		}
 	}
-	o.sortByName()
-	return o, problems
+	return problems
 }
 
 // firstDefinition is where an object was first defined.

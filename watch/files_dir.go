@@ -394,7 +394,7 @@ func (r *dirReload) keepLastGood(files []fileInput) ([]fileInput, map[string][]s
 	present := map[string]bool{}
 	for _, f := range files {
 		present[f.name] = true
-		_, probs := loadFilesRetaining([]fileInput{f}, nil, r.decode)
+		probs := scanFiles([]fileInput{f}, nil, r.decode, func(manifestObject) {})
 		good, had := r.lastGood[f.name]
 		switch {
 		case len(probs) == 0 || !had || (f.err == "" && r.definesAll(f)):
