@@ -38,12 +38,12 @@ type manifestKind struct {
 	decode func(text manifestText) (value any, name string, err error)
 }
 
-// manifestText is the text of one object: its YAML, and its JSON when the
-// whole document converted strictly (no key repeated), which every decode
-// starts from instead of converting the YAML again. A List's item has no
-// JSON (fileDecoder.list), nor has a document with a repeated key: its
-// decodes convert the YAML themselves, strictly or leniently as each kind
-// is read.
+// manifestText is the text of one object: its YAML, and its JSON when
+// manifestJSON converted the whole document (strictly: no key repeated),
+// which every decode starts from instead of converting the YAML again. A
+// List's item has no JSON (fileDecoder.list), nor has a document
+// manifestJSON did not convert: its decodes convert the YAML themselves,
+// strictly or leniently as each kind is read.
 type manifestText struct {
 	yaml []byte
 	json []byte
