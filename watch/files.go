@@ -36,7 +36,13 @@ package watch
 //     Calico v3 or core v1 type, then the converters of convert.go. Calico
 //     objects are strict (an unknown or repeated field is a problem, as
 //     with `kubectl apply`); Nodes, Secrets, Pods, Services and
-//     EndpointSlices are lenient (files_decode.go).
+//     EndpointSlices are lenient (files_decode.go). A document's YAML is
+//     converted to JSON once, and its kind and its object are read from
+//     that JSON. What that cannot read exactly as before is read from the
+//     YAML as before: a document that does not convert strictly (a
+//     repeated key, which the lenient kinds still read), a lenient object
+//     that needs sigs.k8s.io/yaml's typed conversion (a number as a label
+//     value), a List's items (convertManifestDoc, decodeLenient).
 //   - Problems: a file that cannot be read, a document that is not valid
 //     YAML or does not decode into its type, an object without a name, or a
 //     duplicate, is a Problem{Object: "file/NAME", Reason: "line N: ..."}
@@ -160,6 +166,16 @@ func loadFiles(files []fileInput, namespace, node string) (Objects, map[string][
 // defines and report no problem. decode decodes one file version.
 func loadFilesRetaining(files, retained []fileInput, decode func(fileInput) ([]manifestObject, []fileProblem)) (Objects, map[string][]state.Problem) {
 	var o Objects
+	problems := scanFiles(files, retained, decode, func(obj manifestObject) { o.add(obj.value) })
+	o.sortByName()
+	return o, problems
+}
+
+// scanFiles is loadFilesRetaining's walk: it calls add with each object
+// that is the first definition of its kind and name, and returns the
+// problems. keepLastGood, which needs only a file's problems, builds no
+// Objects.
+func scanFiles(files, retained []fileInput, decode func(fileInput) ([]manifestObject, []fileProblem), add func(manifestObject)) map[string][]state.Problem {
 	problems := map[string][]state.Problem{}
 	first := map[string]firstDefinition{}
 	for i, f := range slices.Concat(files, retained) {
@@ -176,15 +192,14 @@ func loadFilesRetaining(files, retained []fileInput, decode func(fileInput) ([]m
 					continue
 				}
 				first[key] = firstDefinition{file: f.name, obj: obj}
-				o.add(obj.value)
+				add(obj)
 			}
 		}
 		if len(fps) > 0 && i < len(files) {
 			problems[fileSource(f.name)] = fileProblems(f.name, fps)
 		}
 	}
-	o.sortByName()
-	return o, problems
+	return problems
 }
 
 // firstDefinition is where an object was first defined.

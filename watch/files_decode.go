@@ -3,6 +3,7 @@ package watch
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	v3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
@@ -34,7 +35,33 @@ type manifestObject struct {
 // manifestKind decodes one kind of object into its state value and name.
 type manifestKind struct {
 	kind   state.Kind
-	decode func(raw []byte) (value any, name string, err error)
+	decode func(text manifestText) (value any, name string, err error)
+}
+
+// manifestText is the text of one object: its YAML, and its JSON when
+// manifestJSON converted the whole document (strictly: no key repeated),
+// which every decode starts from instead of converting the YAML again. A
+// List's item has no JSON (fileDecoder.list), nor has a document
+// manifestJSON did not convert: its decodes convert the YAML themselves,
+// strictly or leniently as each kind is read.
+type manifestText struct {
+	yaml []byte
+	json []byte
+}
+
+// convertManifestDoc converts a document's YAML to JSON once, strictly,
+// with its generic tree (manifestJSON): the tree parseManifestTree would
+// give, since without a repeated key the lenient conversion is the strict
+// one, and converting into an any is converting into nothing in
+// particular. Where manifestJSON cannot, it returns no JSON and no tree:
+// the caller parses the document leniently, as ever, and the decodes start
+// from the YAML.
+func convertManifestDoc(doc []byte) (manifestText, any) {
+	j, tree, ok := manifestJSON(doc)
+	if !ok {
+		return manifestText{yaml: doc}, nil
+	}
+	return manifestText{yaml: doc, json: j}, tree
 }
 
 // The kinds the directory source reads, by API version and kind.
@@ -64,51 +91,75 @@ var manifestKinds = map[string]manifestKind{
 // Unsupported, exactly as the cluster source does (decodeCalicoJSON), and
 // the reducer keeps the object's last valid version with a problem.
 
-func decodeManifestPeer(raw []byte) (any, string, error) {
+func decodeManifestPeer(text manifestText) (any, string, error) {
 	var p v3.BGPPeer
-	j, unknown, err := decodeManifestCalico(raw, &p)
+	j, unknown, err := decodeManifestCalico(text, &p)
 	return withNewer(Peer(&p), j, unknown), p.Name, err
 }
 
-func decodeManifestConfig(raw []byte) (any, string, error) {
+func decodeManifestConfig(text manifestText) (any, string, error) {
 	var c v3.BGPConfiguration
-	j, unknown, err := decodeManifestCalico(raw, &c)
+	j, unknown, err := decodeManifestCalico(text, &c)
 	return withNewer(Config(&c), j, unknown), c.Name, err
 }
 
-func decodeManifestFilter(raw []byte) (any, string, error) {
+func decodeManifestFilter(text manifestText) (any, string, error) {
 	var f v3.BGPFilter
-	j, unknown, err := decodeManifestCalico(raw, &f)
+	j, unknown, err := decodeManifestCalico(text, &f)
 	return withNewer(Filter(&f), j, unknown), f.Name, err
 }
 
-func decodeManifestAffinity(raw []byte) (any, string, error) {
+func decodeManifestAffinity(text manifestText) (any, string, error) {
 	var a BlockAffinityObject
-	j, unknown, err := decodeManifestCalico(raw, &a)
+	j, unknown, err := decodeManifestCalico(text, &a)
 	return withNewer(Affinity(&a), j, unknown), a.Name, err
 }
 
-func decodeManifestPool(raw []byte) (any, string, error) {
+func decodeManifestPool(text manifestText) (any, string, error) {
 	var p v3.IPPool
-	j, unknown, err := decodeManifestCalico(raw, &p)
+	j, unknown, err := decodeManifestCalico(text, &p)
 	return withNewer(Pool(&p), j, unknown), p.Name, err
 }
 
-// decodeManifestCalico converts YAML to JSON refusing duplicate keys (as
-// `kubectl apply` does), then decodes it as the cluster source does; it
+// decodeManifestCalico decodes the JSON of YAML converted refusing
+// duplicate keys (as `kubectl apply` does) as the cluster source does; it
 // returns the JSON for withNewer.
-func decodeManifestCalico(raw []byte, into any) ([]byte, []string, error) {
-	j, err := yaml.YAMLToJSONStrict(raw)
-	if err != nil {
-		return nil, nil, err
+func decodeManifestCalico(text manifestText, into any) ([]byte, []string, error) {
+	j := text.json
+	if j == nil {
+		var err error
+		if j, err = yaml.YAMLToJSONStrict(text.yaml); err != nil {
+			return nil, nil, err
+		}
 	}
 	unknown, err := decodeCalicoJSON(j, into)
 	return j, unknown, err
 }
 
-func decodeManifestNode(raw []byte) (any, string, error) {
+// decodeLenient decodes a Kubernetes object as sigs.k8s.io/yaml's
+// Unmarshal of its YAML does (fields matched case-insensitively, unknown
+// ones and repeated keys let through). That Unmarshal converts YAML to
+// JSON with the type in view: a number or boolean where the type has a
+// string (a label `rack: 1`) becomes the string "1". The document's JSON,
+// converted with no type in view, has the number there, which
+// encoding/json refuses to put in a string: so when the JSON decodes
+// without error no value was converted differently and the result is
+// Unmarshal's; on any error (or without JSON) into is reset and decoded by
+// Unmarshal from the YAML, which also gives its error as ever.
+func decodeLenient[T any](text manifestText, into *T) error {
+	if text.json != nil {
+		if json.Unmarshal(text.json, into) == nil {
+			return nil
+		}
+		var zero T
+		*into = zero
+	}
+	return yaml.Unmarshal(text.yaml, into)
+}
+
+func decodeManifestNode(text manifestText) (any, string, error) {
 	var n corev1.Node
-	err := yaml.Unmarshal(raw, &n)
+	err := decodeLenient(text, &n)
 	return Node(&n), n.Name, err
 }
 
@@ -122,9 +173,9 @@ type manifestPod struct {
 // decodeManifestPod reads a Pod leniently, as a Node (only what
 // docs/routes.md §8.1 rule 3 reads, and a Pod dumped from a cluster carries
 // many fields); its name is NAMESPACE/NAME, "default" when it has none.
-func decodeManifestPod(raw []byte) (any, string, error) {
+func decodeManifestPod(text manifestText) (any, string, error) {
 	var p corev1.Pod
-	err := yaml.Unmarshal(raw, &p)
+	err := decodeLenient(text, &p)
 	if p.Namespace == "" {
 		p.Namespace = "default"
 	}
@@ -138,9 +189,9 @@ func decodeManifestPod(raw []byte) (any, string, error) {
 // decodeManifestService reads a Service leniently, as a Pod (a dump from
 // a cluster carries many fields); its name is NAMESPACE/NAME, "default"
 // when it has none.
-func decodeManifestService(raw []byte) (any, string, error) {
+func decodeManifestService(text manifestText) (any, string, error) {
 	var s corev1.Service
-	err := yaml.Unmarshal(raw, &s)
+	err := decodeLenient(text, &s)
 	if s.Namespace == "" {
 		s.Namespace = "default"
 	}
@@ -149,9 +200,9 @@ func decodeManifestService(raw []byte) (any, string, error) {
 
 // decodeManifestSlice reads an EndpointSlice as decodeManifestService a
 // Service.
-func decodeManifestSlice(raw []byte) (any, string, error) {
+func decodeManifestSlice(text manifestText) (any, string, error) {
 	var e discoveryv1.EndpointSlice
-	err := yaml.Unmarshal(raw, &e)
+	err := decodeLenient(text, &e)
 	if e.Namespace == "" {
 		e.Namespace = "default"
 	}
@@ -168,9 +219,9 @@ func namespacedName(ns, name string) string {
 
 // decodeManifestSecret never returns the decoder's own error, which may
 // quote the data: only what kind of mistake it is.
-func decodeManifestSecret(raw []byte) (any, string, error) {
+func decodeManifestSecret(text manifestText) (any, string, error) {
 	var s corev1.Secret
-	if err := yaml.Unmarshal(raw, &s); err != nil {
+	if err := decodeLenient(text, &s); err != nil {
 		if strings.Contains(err.Error(), "base64") {
 			return nil, s.Name, fmt.Errorf("data is not valid base64 (%s)", secretWithheld)
 		}
@@ -216,12 +267,12 @@ func lookupManifestKind(apiVersion, kind string) (mk manifestKind, reason string
 // (projectcalico.org/v3)` or `Secret "bgp" (namespace "ns")`.
 func manifestLabel(apiVersion, kind string, meta map[string]any) string {
 	name, _ := meta["name"].(string)
-	label := fmt.Sprintf("%s %q", kind, name)
+	label := kind + " " + strconv.Quote(name) // as %q
 	if apiVersion != "v1" {
 		return label + " (" + apiVersion + ")"
 	}
 	if ns, _ := meta["namespace"].(string); kind == "Secret" && ns != "" {
-		label += fmt.Sprintf(" (namespace %q)", ns)
+		label += " (namespace " + strconv.Quote(ns) + ")"
 	}
 	return label
 }

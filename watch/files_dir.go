@@ -115,7 +115,8 @@ type dirReload struct {
 	gone     map[string]dirGone         // files no longer listed whose objects are kept a while
 	lastGood map[string]fileInput       // by name: each file's last good version (keepLastGood)
 	goodKeys map[string]map[string]bool // by name: the objects (kind/name) its last good version defines
-	cache    map[string]decoded         // by name: the decode of its last version read
+	cache    map[string][]decoded       // by name: the decodes of its versions in use (pruneCache)
+	decodes  int                        // file versions decoded (tests)
 	objects  []state.Action
 	problems map[string][]state.Problem // as last reported, by source
 	dirErr   string                     // the directory's problem, as last reported
@@ -152,7 +153,7 @@ type decoded struct {
 func newDirReload(d *Dir, dispatch func(state.Action)) *dirReload {
 	return &dirReload{d: d, dispatch: dispatch, now: time.Now, problems: map[string][]state.Problem{},
 		files: map[string]*dirFile{}, gone: map[string]dirGone{}, lastGood: map[string]fileInput{},
-		goodKeys: map[string]map[string]bool{}, cache: map[string]decoded{}}
+		goodKeys: map[string]map[string]bool{}, cache: map[string][]decoded{}}
 }
 
 // poll looks at the directory, re-reads only the files whose identity
@@ -178,7 +179,6 @@ func (r *dirReload) poll() {
 				changed = true // its problems go, and another file's duplicates may win now
 			}
 			delete(r.files, name)
-			delete(r.cache, name)
 		}
 	}
 	for name, g := range r.gone {
@@ -275,6 +275,7 @@ func (r *dirReload) apply(names []string) {
 	for src, p := range extra {
 		probs[src] = append(probs[src], p...)
 	}
+	r.pruneCache()
 	changed := r.reportProblems(probs)
 	kinds := r.syncObjects(objs.Actions())
 	r.synced = true
@@ -284,18 +285,45 @@ func (r *dirReload) apply(names []string) {
 
 // decode decodes a file version, from the cache when it was decoded before.
 func (r *dirReload) decode(f fileInput) ([]manifestObject, []fileProblem) {
-	if c, ok := r.cache[f.name]; ok && bytes.Equal(c.data, f.data) {
-		return c.objs, c.fps
+	for _, c := range r.cache[f.name] {
+		if bytes.Equal(c.data, f.data) {
+			return c.objs, c.fps
+		}
 	}
 	ns := r.d.Namespace
 	if ns == "" {
 		ns = state.DefaultNamespace
 	}
 	objs, fps := decodeManifestIn(f.data, ns, r.d.Node)
-	if _, live := r.files[f.name]; live {
-		r.cache[f.name] = decoded{data: f.data, objs: objs, fps: fps}
-	}
+	r.decodes++
+	r.cache[f.name] = append(r.cache[f.name], decoded{data: f.data, objs: objs, fps: fps})
 	return objs, fps
+}
+
+// pruneCache keeps the decodes of the versions a later apply loads
+// again: each file's version in force, those it replaced in the last
+// removalDelay, its last good version, and the versions of files removed
+// in the last removalDelay. Keeping one per file had each apply in those
+// windows decode the old and the new version again, in turn.
+func (r *dirReload) pruneCache() {
+	for name, cs := range r.cache {
+		var keep []fileInput
+		if f := r.files[name]; f != nil && f.applied != nil {
+			keep = append(append(keep, *f.applied), f.olds...)
+		}
+		if g, ok := r.lastGood[name]; ok {
+			keep = append(keep, g)
+		}
+		keep = append(keep, r.gone[name].versions...)
+		cs = slices.DeleteFunc(cs, func(c decoded) bool {
+			return !slices.ContainsFunc(keep, func(k fileInput) bool { return k.err == "" && bytes.Equal(k.data, c.data) })
+		})
+		if len(cs) == 0 {
+			delete(r.cache, name)
+		} else {
+			r.cache[name] = cs
+		}
+	}
 }
 
 // reportProblems dispatches the problems of every file whose problems
@@ -366,7 +394,7 @@ func (r *dirReload) keepLastGood(files []fileInput) ([]fileInput, map[string][]s
 	present := map[string]bool{}
 	for _, f := range files {
 		present[f.name] = true
-		_, probs := loadFilesRetaining([]fileInput{f}, nil, r.decode)
+		probs := scanFiles([]fileInput{f}, nil, r.decode, func(manifestObject) {})
 		good, had := r.lastGood[f.name]
 		switch {
 		case len(probs) == 0 || !had || (f.err == "" && r.definesAll(f)):

@@ -64,21 +64,24 @@ func (d *fileDecoder) document(doc manifestDoc) {
 		d.problem(pos, pos.line, why, nil)
 		return
 	}
-	tree, err := parseManifestTree(doc.text)
-	if err != nil {
-		line, detail := yamlSyntaxProblem(err)
-		if line == 0 {
-			line = controlCharLine(doc.text) // go-yaml gives none for a NUL byte
+	text, tree := convertManifestDoc(doc.text)
+	if text.json == nil {
+		var err error
+		if tree, err = parseManifestTree(doc.text); err != nil {
+			line, detail := yamlSyntaxProblem(err)
+			if line == 0 {
+				line = controlCharLine(doc.text) // go-yaml gives none for a NUL byte
+			}
+			d.problem(pos, min(pos.absolute(line), doc.lastLine()), detail, nil)
+			return
 		}
-		d.problem(pos, min(pos.absolute(line), doc.lastLine()), detail, nil)
-		return
 	}
-	d.object(tree, doc.text, pos, manifestSecretValues(tree))
+	d.object(tree, text, pos, manifestSecretValues(tree))
 }
 
 // object decodes one object (a document, or an item of a List) whose
-// generic form is tree and whose text is raw.
-func (d *fileDecoder) object(tree any, raw []byte, pos docPos, secrets []string) {
+// generic form is tree and whose text is text.
+func (d *fileDecoder) object(tree any, text manifestText, pos docPos, secrets []string) {
 	m, ok := tree.(map[string]any)
 	if !ok {
 		if tree != nil {
@@ -108,7 +111,7 @@ func (d *fileDecoder) object(tree any, raw []byte, pos docPos, secrets []string)
 	if mk.kind == state.KindSecret {
 		d.unknownSecretFields(m, pos, label, secrets)
 	}
-	value, name, err := mk.decode(raw)
+	value, name, err := mk.decode(text)
 	if err != nil {
 		line, detail := pos.decodeError(err)
 		d.problem(pos, line, label+": "+detail, secrets)
@@ -153,12 +156,15 @@ func (d *fileDecoder) list(m map[string]any, pos docPos, secrets []string) {
 		return
 	}
 	for i, item := range items {
+		// An item is decoded from its JSON read back as YAML, as it always
+		// was: YAML reads that JSON's numbers and strings its own way (1.0
+		// is the integer 1), so the JSON itself could decode otherwise.
 		raw, err := json.Marshal(item)
 		if err != nil { // cannot happen for parsed YAML; keep the item out
 			d.problem(pos, pos.line, fmt.Sprintf("List: item %d cannot be re-encoded", i+1), secrets)
 			continue
 		}
-		d.object(item, raw, docPos{line: pos.line, start: pos.start, item: i + 1}, secrets)
+		d.object(item, manifestText{yaml: raw}, docPos{line: pos.line, start: pos.start, item: i + 1}, secrets)
 	}
 }
 

@@ -161,3 +161,40 @@ func TestDirNeverBlocks(t *testing.T) {
 	}
 	t.Logf("problems: %v", probs)
 }
+
+// TestDirDecodesEachVersionOnce: a file version is decoded once, however
+// many polls apply it: while a replaced version's objects are retained
+// (removalDelay), while a file's last good version stands in for a worse
+// one, and while a removed file's objects are kept. (The cache kept one
+// version per file: each of those polls decoded the old and the new
+// version again, in turn.)
+func TestDirDecodesEachVersionOnce(t *testing.T) {
+	p := newPollRig(t, map[string]string{"a.yaml": twoPeers("a", "b"), "b.yaml": twoPeers("x")})
+	step := func(what string, polls, want int) {
+		t.Helper()
+		before := p.r.decodes
+		p.poll(polls)
+		if n := p.r.decodes - before; n != want {
+			t.Errorf("%s: %d decodes, want %d", what, n, want)
+		}
+	}
+	step("first poll", 1, 2)
+	step("unchanged", 5, 0)
+	writeManifests(t, p.dir, map[string]string{"a.yaml": twoPeers("a", "b", "c")})
+	step("a.yaml rewritten, applied, its old version retained, then let go", 1+1+6, 1)
+	writeManifests(t, p.dir, map[string]string{"a.yaml": twoPeers("a") + "---\nkind: [\n"})
+	step("a.yaml worse: its last good version kept", 2, 1)
+	writeManifests(t, p.dir, map[string]string{"b.yaml": twoPeers("y")})
+	step("b.yaml rewritten while a.yaml is worse", 2+6, 1)
+	if err := os.Remove(filepath.Join(p.dir, "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	writeManifests(t, p.dir, map[string]string{"a.yaml": twoPeers("a", "b", "c")})
+	step("b.yaml removed, a.yaml back to its last good version", 2+6, 0)
+	if got := p.poll(1); len(got) != 0 {
+		t.Errorf("settled, dispatched %v", got)
+	}
+	if n := len(p.r.cache["a.yaml"]); n != 1 || len(p.r.cache) != 1 {
+		t.Errorf("settled, the cache holds %d versions of a.yaml and %d files, want 1 and 1", n, len(p.r.cache))
+	}
+}

@@ -17,25 +17,24 @@ type manifestDoc struct {
 // blanks and comments are dropped. A JSON file is one document.
 func splitManifest(data []byte) []manifestDoc {
 	var docs []manifestDoc
-	var buf []byte
+	from, off := 0, 0 // the document's first byte in data, the next line's
 	start := 1
 	flush := func(next int) {
+		buf := data[from:off:off] // its lines, in order; capped: never appended to
 		if first := firstContentLine(buf); first > 0 {
 			docs = append(docs, manifestDoc{start: start, line: start + first - 1, text: buf})
 		}
-		buf, start = nil, next
+		from, start = off, next
 	}
-	for i, l := range bytes.SplitAfter(data, []byte("\n")) {
-		n := i + 1
-		switch {
-		case isDocMarker(l, "---"):
+	n := 0 // the line's number
+	for l := range bytes.Lines(data) {
+		n++
+		if isDocMarker(l, "---") {
 			flush(n)
-			buf = append(buf, l...)
-		case isDocMarker(l, "..."):
-			buf = append(buf, l...)
+		}
+		off += len(l)
+		if isDocMarker(l, "...") {
 			flush(n + 1)
-		default:
-			buf = append(buf, l...)
 		}
 	}
 	flush(0)
@@ -65,13 +64,15 @@ func isDocMarker(line []byte, m string) bool {
 // firstContentLine returns the 1-based line of doc's first line that is not
 // blank, a comment or a bare marker, or 0 when there is none.
 func firstContentLine(doc []byte) int {
-	for i, l := range bytes.SplitAfter(doc, []byte("\n")) {
+	i := 0
+	for l := range bytes.Lines(doc) {
+		i++
 		t := bytes.TrimSpace(l)
 		if bytes.HasPrefix(t, []byte("---")) && isDocMarker(l, "---") {
 			t = bytes.TrimSpace(t[3:])
 		}
 		if len(t) > 0 && t[0] != '#' && !isDocMarker(l, "...") {
-			return i + 1
+			return i
 		}
 	}
 	return 0

@@ -42,18 +42,49 @@ var notManifestable = map[string]string{
 }
 
 func TestGoldenInputsDecodeFromManifests(t *testing.T) {
-	files, err := filepath.Glob("../golden/testdata/*.txtar")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no goldens: %v", err)
-	}
 	for kind, why := range noManifestDecoder {
 		if _, _, ok := lookupManifestKind(manifestAPIVersion(kind), manifestKindName(kind)); ok {
 			t.Errorf("%s now decodes from manifests: remove it from noManifestDecoder (%s)", kind, why)
 		}
 	}
 	checked, used := map[state.Kind]int{}, map[string]bool{}
-	for _, f := range files {
-		ar, err := txtar.ParseFile(f)
+	forEachGoldenObject(t, func(where string, obj any, node, ns string) {
+		kind := objectKind(obj)
+		if _, skip := noManifestDecoder[kind]; skip {
+			return
+		}
+		key := strings.SplitN(where, ":", 2)[0] + " " + objectName(obj)
+		if _, ok := notManifestable[key]; ok {
+			used[key] = true
+			return
+		}
+		checked[kind]++
+		checkManifestRoundTrip(t, where, obj, node, ns)
+	})
+	t.Logf("objects decoded from their manifests, by kind: %v", checked)
+	for key := range notManifestable {
+		if !used[key] {
+			t.Errorf("notManifestable lists %q, which no golden has", key)
+		}
+	}
+	for _, k := range state.InputKinds {
+		if _, skip := noManifestDecoder[k.Kind()]; !skip && checked[k.Kind()] == 0 {
+			t.Errorf("no golden object of kind %s was checked", k.Kind())
+		}
+	}
+}
+
+// forEachGoldenObject calls f with each input object of every golden's
+// actions, where it is ("GOLDEN: action N (...): KIND"), and the golden's
+// node and namespace.
+func forEachGoldenObject(t *testing.T, f func(where string, obj any, node, ns string)) {
+	t.Helper()
+	files, err := filepath.Glob("../golden/testdata/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no goldens: %v", err)
+	}
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,39 +99,17 @@ func TestGoldenInputsDecodeFromManifests(t *testing.T) {
 		}
 		sc, err := golden.Parse(initial, actions)
 		if err != nil {
-			t.Fatalf("%s: %v", f, err)
+			t.Fatalf("%s: %v", file, err)
 		}
-		name := strings.TrimSuffix(filepath.Base(f), ".txtar")
+		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
 		ns := sc.Initial.Options.Namespace
 		if ns == "" {
 			ns = state.DefaultNamespace
 		}
 		for i, a := range append(append([]state.Action{}, sc.Setup...), sc.Actions...) {
 			for _, obj := range goldenObjects(a) {
-				kind := objectKind(obj)
-				if _, skip := noManifestDecoder[kind]; skip {
-					continue
-				}
-				key := name + " " + objectName(obj)
-				if _, ok := notManifestable[key]; ok {
-					used[key] = true
-					continue
-				}
-				checked[kind]++
-				where := fmt.Sprintf("%s: action %d (%s): %s", name, i+1, golden.Describe(a), kind)
-				checkManifestRoundTrip(t, where, obj, sc.Initial.Node, ns)
+				f(fmt.Sprintf("%s: action %d (%s): %s", name, i+1, golden.Describe(a), objectKind(obj)), obj, sc.Initial.Node, ns)
 			}
-		}
-	}
-	t.Logf("objects decoded from their manifests, by kind: %v", checked)
-	for key := range notManifestable {
-		if !used[key] {
-			t.Errorf("notManifestable lists %q, which no golden has", key)
-		}
-	}
-	for _, k := range state.InputKinds {
-		if _, skip := noManifestDecoder[k.Kind()]; !skip && checked[k.Kind()] == 0 {
-			t.Errorf("no golden object of kind %s was checked", k.Kind())
 		}
 	}
 }
