@@ -4,7 +4,9 @@
 // mesh, one pod block per node; run once with one peeragent per node
 // (--dataplane linux, from a manifest directory written for the node) and
 // once with one BIRD 2 per node configured as calico-node's confd
-// configures it. Per speaker it reports RSS, the CPU to converge, idle CPU,
+// configures it; with -speakers …,gobgp,… also once with the GoBGP floor
+// (tools/meshsim/floor: the agent's GoBGP v4.8.0 configured as the agent
+// configures it, and nothing else). Per speaker it reports RSS, the CPU to converge, idle CPU,
 // the re-convergence after SIGKILL and restart of 20% of the nodes, the
 // connections made and refused meanwhile, and the route changes observer
 // nodes (never restarted) saw in their kernels: a markdown table, and with
@@ -43,6 +45,8 @@ type config struct {
 	agentBin   string
 	birdBin    string
 	agentFlags []string
+	floorBin   string
+	floorFlags []string
 	keep       bool
 	md         string
 	doc        string
@@ -56,10 +60,10 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func main() {
 	var c config
 	var speakers string
-	var af listFlag
+	var af, ff listFlag
 	cleanup := flag.Bool("cleanup", false, "remove the namespaces of earlier runs that were killed, and exit")
 	sizes := flag.String("n", "10", "number of nodes; a comma-separated list runs each size in turn (10,30: a table each and RSS fitted per neighbor)")
-	flag.StringVar(&speakers, "speakers", "peeragent,bird", "speakers to run, in order: peeragent, bird")
+	flag.StringVar(&speakers, "speakers", "peeragent,bird", "speakers to run, in order: peeragent, gobgp (the GoBGP floor: the agent's GoBGP alone, tools/meshsim/floor), gobgp-nolimit (the floor without prefix limit), bird")
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "window over which idle CPU is measured, after convergence (60 s: two of GoBGP's 30 s keepalives and the agent's 30 s route rescans, 30 of BIRD's 2 s kernel and device scans)")
 	flag.DurationVar(&c.settle, "settle", 5*time.Second, "wait after each convergence before the next measurement")
 	flag.Float64Var(&c.restart, "restart", 0.2, "fraction of the nodes killed (SIGKILL) and restarted")
@@ -68,11 +72,13 @@ func main() {
 	flag.StringVar(&c.agentBin, "peeragent", "", "peeragent binary (default: built from ./cmd/peeragent as the image's: CGO_ENABLED=0, -trimpath, -s -w)")
 	flag.StringVar(&c.birdBin, "bird", "", "bird binary (default: from PATH or /usr/sbin)")
 	flag.Var(&af, "agent-flag", "extra flag for peeragent run (repeatable)")
+	flag.StringVar(&c.floorBin, "floor", "", "GoBGP floor binary (default: built from ./tools/meshsim/floor/cmd/meshsim-floor as the agent is)")
+	flag.Var(&ff, "floor-flag", "extra flag for the GoBGP floor, e.g. -floor-flag=-max-prefixes=0 (repeatable)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (configs, logs) and print its path")
 	flag.StringVar(&c.md, "md", "", "also write the markdown table to this file")
 	flag.StringVar(&c.doc, "doc", "", "write the results section into this document (docs/performance.md)")
 	flag.Parse()
-	c.agentFlags = af
+	c.agentFlags, c.floorFlags = af, ff
 	c.speakers = strings.Split(speakers, ",")
 	for _, v := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
@@ -145,8 +151,9 @@ func measure(ctx context.Context, c config) (rep report, err error) {
 		}
 	}()
 	var sps []speaker
+	built := map[string]string{}
 	for _, s := range c.speakers {
-		sp, err := newSpeaker(ctx, s, c, work)
+		sp, err := newSpeaker(ctx, s, c, work, built)
 		if err != nil {
 			return rep, err
 		}
@@ -183,21 +190,26 @@ func measure(ctx context.Context, c config) (rep report, err error) {
 // TestReleaseBuildFlags compares them with the Makefile's and the image's.
 var releaseBuildFlags = []string{"-trimpath", "-ldflags", "-s -w"}
 
-func newSpeaker(ctx context.Context, name string, c config, work string) (speaker, error) {
+func newSpeaker(ctx context.Context, name string, c config, work string, built map[string]string) (speaker, error) {
 	switch name {
 	case "peeragent":
 		bin := c.agentBin
 		if bin == "" {
-			bin = filepath.Join(work, "peeragent")
-			fmt.Fprintln(os.Stderr, "meshsim: go build ./cmd/peeragent (as the image's binary)")
-			cmd := exec.CommandContext(ctx, "go", append([]string{"build"}, append(releaseBuildFlags, "-o", bin, "./cmd/peeragent")...)...)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-			if err := cmd.Run(); err != nil {
-				return nil, fmt.Errorf("go build ./cmd/peeragent (run from the repository's root): %w", err)
+			var err error
+			if bin, err = build(ctx, built, work, "peeragent", "./cmd/peeragent"); err != nil {
+				return nil, err
 			}
 		}
 		return agent{bin: bin, extra: c.agentFlags}, nil
+	case "gobgp", "gobgp-nolimit":
+		bin := c.floorBin
+		if bin == "" {
+			var err error
+			if bin, err = build(ctx, built, work, "meshsim-floor", "./tools/meshsim/floor/cmd/meshsim-floor"); err != nil {
+				return nil, err
+			}
+		}
+		return floorSpeaker{bin: bin, extra: c.floorFlags, noLimit: name == "gobgp-nolimit"}, nil
 	case "bird":
 		bin := c.birdBin
 		if bin == "" {
@@ -211,5 +223,23 @@ func newSpeaker(ctx context.Context, name string, c config, work string) (speake
 		}
 		return bird{bin: bin}, nil
 	}
-	return nil, fmt.Errorf("-speakers: unknown speaker %q (want peeragent or bird)", name)
+	return nil, fmt.Errorf("-speakers: unknown speaker %q (want peeragent, gobgp, gobgp-nolimit or bird)", name)
+}
+
+// build builds pkg into work/name as the image's binary is built, once
+// per run of meshsim (built remembers).
+func build(ctx context.Context, built map[string]string, work, name, pkg string) (string, error) {
+	if bin, ok := built[pkg]; ok {
+		return bin, nil
+	}
+	bin := filepath.Join(work, name)
+	fmt.Fprintf(os.Stderr, "meshsim: go build %s (as the image's binary)\n", pkg)
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build"}, append(releaseBuildFlags, "-o", bin, pkg)...)...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build %s (run from the repository's root): %w", pkg, err)
+	}
+	built[pkg] = bin
+	return bin, nil
 }

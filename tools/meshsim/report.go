@@ -125,15 +125,16 @@ func table(n int, runs []runResult, rows []row) string {
 	for _, r := range runs {
 		fmt.Fprintf(&b, " %s |", r.speaker)
 	}
-	two := len(runs) == 2
-	if two {
-		b.WriteString(" ratio |")
+	ratios := ratioPairs(len(runs))
+	for _, p := range ratios {
+		if len(runs) == 2 {
+			b.WriteString(" ratio |")
+		} else {
+			fmt.Fprintf(&b, " %s / %s |", runs[p[0]].speaker, runs[p[1]].speaker)
+		}
 	}
 	b.WriteString("\n|---|")
-	for range runs {
-		b.WriteString("---|")
-	}
-	if two {
+	for range len(runs) + len(ratios) {
 		b.WriteString("---|")
 	}
 	b.WriteString("\n")
@@ -145,9 +146,9 @@ func table(n int, runs []runResult, rows []row) string {
 			v = append(v, x)
 			fmt.Fprintf(&b, " %s |", c)
 		}
-		if two {
-			if v[1] != 0 {
-				fmt.Fprintf(&b, " %.2gx |", v[0]/v[1])
+		for _, p := range ratios {
+			if v[p[1]] != 0 {
+				fmt.Fprintf(&b, " %.2gx |", v[p[0]]/v[p[1]])
 			} else {
 				b.WriteString(" – |")
 			}
@@ -160,6 +161,21 @@ func table(n int, runs []runResult, rows []row) string {
 		}
 	}
 	return b.String()
+}
+
+// ratioPairs are the ratio columns of a table of n speakers, as indexes
+// (numerator, denominator): with two, the first to the second; with more,
+// each to the next (peeragent / GoBGP floor, GoBGP floor / BIRD 2) and the
+// first to the last (peeragent / BIRD 2).
+func ratioPairs(n int) [][2]int {
+	var out [][2]int
+	for i := 0; i+1 < n; i++ {
+		out = append(out, [2]int{i, i + 1})
+	}
+	if n > 2 {
+		out = append(out, [2]int{0, n - 1})
+	}
+	return out
 }
 
 // fit is, per speaker run at two sizes or more, the least-squares line

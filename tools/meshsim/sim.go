@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -62,7 +63,9 @@ func simulate(ctx context.Context, c config, sp speaker, work string) (res runRe
 		return res, err
 	}
 	for _, nd := range s.topo.nodes {
-		dir := filepath.Join(work, sp.name()[:4]+fmt.Sprint(nd.index))
+		// A directory per speaker, size and node: the log counts glob
+		// every log of it.
+		dir := filepath.Join(work, fmt.Sprintf("%s-n%d-%d", slug(sp.name()), c.n, nd.index))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return res, err
 		}
@@ -351,4 +354,10 @@ func tail(path string, lines int) string {
 		}
 	}
 	return s
+}
+
+// slug is a speaker's name as a file name: "GoBGP floor, no prefix
+// limit" is "GoBGP-floor-no-prefix-limit".
+func slug(name string) string {
+	return strings.Join(strings.FieldsFunc(name, func(r rune) bool { return r == ' ' || r == ',' || r == '/' }), "-")
 }

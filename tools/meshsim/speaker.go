@@ -227,3 +227,64 @@ func suppressed(l string) int {
 func has(text string) func(string) bool {
 	return func(l string) bool { return strings.Contains(l, text) }
 }
+
+// floorSpeaker is the GoBGP floor (tools/meshsim/floor): the agent's
+// GoBGP v4.8.0 configured as the agent configures it for the mesh, with
+// nothing of the agent around it. noLimit runs it without the prefix
+// limit (-max-prefixes 0), to measure the share of the limit's check.
+type floorSpeaker struct {
+	bin     string
+	extra   []string // more flags (-floor-flag)
+	noLimit bool
+}
+
+func (f floorSpeaker) name() string {
+	if f.noLimit {
+		return "GoBGP floor, no prefix limit"
+	}
+	return "GoBGP floor"
+}
+
+// prepare writes the other nodes' addresses, one a line, to the file
+// floorPeers of the node's directory.
+func (floorSpeaker) prepare(t *topology, nd *node, dir string) error {
+	var b strings.Builder
+	for _, o := range t.nodes {
+		if o != nd {
+			b.WriteString(o.addr.String() + "\n")
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, floorPeers), []byte(b.String()), 0o644)
+}
+
+// floorPeers and floorStatus are files of the node's directory: the peers
+// the floor reads, and the number of Established sessions it writes.
+const (
+	floorPeers  = "peers"
+	floorStatus = "established"
+)
+
+func (f floorSpeaker) command(nd *node, dir string) *exec.Cmd {
+	args := []string{"netns", "exec", nd.ns, f.bin, "-asn", strconv.Itoa(asNumber),
+		"-addr", nd.addr.String(), "-block", nd.block.String(), "-pool", pool.String(),
+		"-peers-file", filepath.Join(dir, floorPeers), "-status", filepath.Join(dir, floorStatus)}
+	args = append(args, f.extra...)
+	if f.noLimit {
+		args = append(args, "-max-prefixes", "0")
+	}
+	return exec.Command("ip", args...)
+}
+
+// established reads the count the floor last wrote (it replaces the file
+// whole at each change, so a read never sees half of it).
+func (floorSpeaker) established(_ *node, dir string) (int, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, floorStatus))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(raw)))
+}
+
+// logCounts are the agent's: the lines are GoBGP's (no log limiter, so
+// no suppressed counts).
+func (floorSpeaker) logCounts(log string) map[string]int { return agent{}.logCounts(log) }
