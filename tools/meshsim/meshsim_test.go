@@ -68,7 +68,8 @@ func TestBirdConfigParses(t *testing.T) {
 }
 
 // TestSmoke runs the whole simulation at N=3 with short windows. It makes
-// namespaces and runs both speakers, so it runs only when asked
+// namespaces and runs every speaker (the agent, the GoBGP floor with and
+// without prefix limit, BIRD), so it runs only when asked
 // (MESHSIM_SMOKE=1, as root, with bird2): not part of make test.
 func TestSmoke(t *testing.T) {
 	if os.Getenv("MESHSIM_SMOKE") != "1" {
@@ -81,17 +82,23 @@ func TestSmoke(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	floorBin := filepath.Join(dir, "meshsim-floor")
+	build = exec.Command("go", append([]string{"build"}, append(releaseBuildFlags, "-o", floorBin, "github.com/peeragent/peeragent/tools/meshsim/floor/cmd/meshsim-floor")...)...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c := config{sizes: []int{3}, speakers: []string{"peeragent", "bird"}, idle: time.Second, settle: time.Second,
-		restart: 0.2, observers: 2, timeout: time.Minute, agentBin: bin}
+	c := config{sizes: []int{3}, speakers: []string{"peeragent", "gobgp", "gobgp-nolimit", "bird"}, idle: time.Second, settle: time.Second,
+		restart: 0.2, observers: 2, timeout: time.Minute, agentBin: bin, floorBin: floorBin}
 	rep, err := measure(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", rep.markdown())
-	if len(rep.runs) != 2 {
-		t.Fatalf("%d runs, want 2", len(rep.runs))
+	if len(rep.runs) != 4 {
+		t.Fatalf("%d runs, want 4", len(rep.runs))
 	}
 	for _, r := range rep.runs {
 		if r.converge <= 0 || r.reconverge <= 0 || len(r.rss) != 3 || len(r.anon) != 3 || len(r.pss) != 3 || len(r.cpuConverge) != 3 || len(r.idleCPU) != 3 {
@@ -166,5 +173,33 @@ func TestReleaseBuildFlags(t *testing.T) {
 	}
 	if got := strings.Join(releaseBuildFlags, " "); got != "-trimpath -ldflags -s -w" {
 		t.Errorf("releaseBuildFlags = %q", got)
+	}
+}
+
+// TestMarkdownRatiosOfThreeSpeakers: with the floor between the agent and
+// BIRD, the table has a ratio column for each speaker to the next and
+// one for the first to the last.
+func TestMarkdownRatiosOfThreeSpeakers(t *testing.T) {
+	run := func(sp string, cpu time.Duration) runResult {
+		return runResult{speaker: sp, n: 50, rss: []int64{1 << 20}, anon: []int64{1 << 20}, pss: []int64{1 << 20},
+			cpuConverge: []time.Duration{cpu}, idleCPU: []float64{0.01}, converge: time.Second, reconverge: time.Second, logs: map[string]int{}}
+	}
+	rep := report{sizes: []int{50}, runs: []runResult{run("peeragent", 120*time.Millisecond), run("GoBGP floor", 60*time.Millisecond), run("BIRD 2", 30*time.Millisecond)}}
+	md := rep.markdown()
+	for _, want := range []string{
+		"| per speaker, N = 50 (median (min–max) over the nodes) | peeragent | GoBGP floor | BIRD 2 | peeragent / GoBGP floor | GoBGP floor / BIRD 2 | peeragent / BIRD 2 |\n|---|---|---|---|---|---|---|\n",
+		"| CPU to converge (from the speaker's start) | 0.120 CPU-s (0.120 CPU-s–0.120 CPU-s) | 0.060 CPU-s (0.060 CPU-s–0.060 CPU-s) | 0.030 CPU-s (0.030 CPU-s–0.030 CPU-s) | 2x | 2x | 4x |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestSlug(t *testing.T) {
+	for name, want := range map[string]string{"peeragent": "peeragent", "BIRD 2": "BIRD-2", "GoBGP floor, no prefix limit": "GoBGP-floor-no-prefix-limit"} {
+		if got := slug(name); got != want {
+			t.Errorf("slug(%q) = %q, want %q", name, got, want)
+		}
 	}
 }
