@@ -127,7 +127,9 @@ floor:
 ## 20%, connects and refusals meanwhile, observers' route changes; prints the table and writes
 ## the "Mesh simulation beside BIRD" section of docs/performance.md. N is one size or a list
 ## (N=10,30: a table each, and RSS fitted per neighbor). Root, iproute2 and bird2; not part of
-## make test. About 2.5 min per size up to N=30; MESHSIM_FLAGS adds flags (-idle, -keep, ...).
+## make test. About 2.5 min per size up to N=30; MESHSIM_FLAGS adds flags (-idle, -keep, ...);
+## MESHSIM_FLAGS=-speakers=peeragent,gobgp,bird adds the GoBGP floor (tools/meshsim/floor: the
+## agent's GoBGP alone, configured as the agent configures the mesh) between them.
 N ?= 10
 MESHSIM_FLAGS ?=
 mesh-sim:

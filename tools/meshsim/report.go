@@ -244,12 +244,18 @@ BlockAffinity), once **BIRD 2** with calico-node's configuration (bird.cfg, bird
 and bird_ipam.cfg as confd's templates render them for a mesh without encapsulation, at
 the default log level; ` + "`bird -R -s SOCK -d -c bird.cfg`" + `, as calico-node runs it; calico-node
 ships a BIRD 1.6 fork, so import, export, gateway and add paths move into the ipv4 channel,
-BIRD 2's syntax, and nothing else changes).
+BIRD 2's syntax, and nothing else changes). With ` + "`-speakers peeragent,gobgp,bird`" + ` a column
+between them is the **GoBGP floor** (tools/meshsim/floor): the agent's GoBGP v4.8.0 alone,
+configured as the agent configures the mesh (the same global config, shared export policy
+and sets, own path and AddPeer requests, from effects/gobgp), putting its best paths into
+the kernel by netlink, and nothing else; ` + "`gobgp-nolimit`" + ` is it without prefix limit. With
+three speakers or more, each column's ratio to the next and the first's to the last.
 
 - *Converged*: every namespace has an ESTABLISHED TCP connection on port 179 with every
   other node and a route through it to every other block in its kernel (polled every
   100 ms through netlink, which costs the speakers nothing), and then every speaker
-  reports every mesh session Established (peeragent's /metrics, uncompressed, BIRD's control socket).
+  reports every mesh session Established (peeragent's /metrics, uncompressed, BIRD's control
+  socket, the floor's status file).
 - *CPU to converge*: the speaker process's CPU time (the sum of its threads' schedstat)
   from its start until then. *Idle CPU*: over the idle window after a settle time, with
   nothing polled. *RSS*: at the end of the idle window, VmRSS (every page the process
