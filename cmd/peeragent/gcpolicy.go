@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +28,16 @@ import (
 const (
 	// defaultStartGCPercent is --gc-start-percent's default.
 	defaultStartGCPercent = 400
+	// startHeadroom is the least the heap may grow past what the last
+	// collection kept while the agent starts: a small node's whole start
+	// (50 neighbors: ~15 MiB kept) then needs no collection, and a big
+	// one's goal is --gc-start-percent's. The heap is never larger than
+	// the crossover's, 16 MiB kept + 64 MiB, before a 16 MiB heap's goal
+	// at GOGC 400 would be as large.
+	startHeadroom = 64 << 20
+	// goHeapMinimum is Go's heap goal before the first collection at
+	// GOGC 100 (the runtime's heapMinimum, scaled by GOGC/100).
+	goHeapMinimum = 4 << 20
 	// startQuiet is how long the State must stay unchanged, after the loop
 	// is ready, for the start to be over: longer than GoBGP's connect
 	// retries (2-5 s), so that the sessions still coming up, and the routes
@@ -38,13 +51,17 @@ const (
 // gcStart is the start phase of the GC policy. observe is an observer of
 // published State (agent.LoopConfig.Published); run ends the phase.
 type gcStart struct {
-	percent int   // GOGC during the start
+	percent int   // the least GOGC during the start
 	settled int   // GOGC after it: $GOGC's or Go's default
 	limit   int64 // the soft memory limit during the start (0: none set)
 	prevLim int64 // the one before it
 	last    atomic.Int64
 	now     func() time.Time
 	log     *slog.Logger
+
+	mu     sync.Mutex // orders the collections' GOGC with the end
+	ended  bool       // the start is over: GOGC is settled's
+	cycles int        // collections during the start
 }
 
 // newGCStart applies the start's GOGC and returns the phase, or nil when
@@ -59,7 +76,7 @@ func newGCStart(percent int, log *slog.Logger) *gcStart {
 		return nil
 	}
 	g := &gcStart{percent: percent, now: time.Now, log: log}
-	g.settled = debug.SetGCPercent(percent)
+	g.settled = debug.SetGCPercent(startGCPercent(percent, 0))
 	// A larger GOGC must not take a big node's agent past its container's
 	// memory limit while it starts: the limit (less a tenth for what is
 	// not heap) bounds the heap then, unless $GOMEMLIMIT sets one already.
@@ -70,7 +87,54 @@ func newGCStart(percent int, log *slog.Logger) *gcStart {
 		}
 	}
 	g.last.Store(g.now().UnixNano())
+	g.afterNextGC()
 	return g
+}
+
+// startGCPercent is the GOGC during the start once a collection kept live
+// bytes (0: none yet, Go's first goal): the heap goal is at least
+// startHeadroom past live, and GOGC at least percent.
+func startGCPercent(percent int, live uint64) int {
+	if live == 0 {
+		live = goHeapMinimum
+	}
+	return max(percent, int((startHeadroom*100+live-1)/live))
+}
+
+// gcSentinel is an object whose cleanup runs after the collection that
+// finds it unreachable (pointerful and 16 bytes, so that it is not one of
+// the tiny allocator's shared blocks).
+type gcSentinel struct {
+	_ *byte
+	_ [8]byte
+}
+
+// afterNextGC sets GOGC from the live heap after the next collection, and
+// again after each one until the start is over.
+func (g *gcStart) afterNextGC() {
+	runtime.AddCleanup(new(gcSentinel), (*gcStart).collected, g)
+}
+
+// collected runs after each collection of the start.
+func (g *gcStart) collected() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ended {
+		return
+	}
+	g.cycles++
+	debug.SetGCPercent(startGCPercent(g.percent, liveHeap()))
+	g.afterNextGC()
+}
+
+// liveHeap is the heap the last collection kept, in bytes (0 before one).
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // lookupGOGC is $GOGC, if set.
@@ -104,13 +168,17 @@ func (g *gcStart) run(ctx context.Context, ready func() bool) error {
 			break
 		}
 	}
+	g.mu.Lock()
+	g.ended = true
 	debug.SetGCPercent(g.settled)
+	cycles := g.cycles
+	g.mu.Unlock()
 	if g.limit > 0 {
 		debug.SetMemoryLimit(g.prevLim)
 	}
 	debug.FreeOSMemory()
 	g.log.Info("start over: GC back to GOGC, freed memory returned to the OS", "GOGC", g.settled,
-		"after", g.now().Sub(began).Round(time.Millisecond))
+		"after", g.now().Sub(began).Round(time.Millisecond), "collections", cycles)
 	return nil
 }
 

@@ -69,7 +69,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.Var(&f.listen, "bgp-listen-address", "address the BGP speaker listens on (repeatable; default all addresses)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.journal, "journal-size", 1000, "number of recent actions kept for /actions")
-	fs.IntVar(&f.gcStartPercent, "gc-start-percent", defaultStartGCPercent, "GOGC while the agent starts, until it is ready and its State has not changed for 10 s (at most 2 min); then $GOGC's (default 100) and the freed memory is returned to the OS; 0: Go's GOGC throughout; ignored when $GOGC is set")
+	fs.IntVar(&f.gcStartPercent, "gc-start-percent", defaultStartGCPercent, "the least GOGC while the agent starts (the heap may always grow 64 MiB past what the last collection kept), until it is ready and its State has not changed for 10 s (at most 2 min); then $GOGC's (default 100) and the freed memory is returned to the OS; 0: Go's GOGC throughout; ignored when $GOGC is set")
 	fs.StringVar(&f.shutdown, "shutdown", "graceful", "on SIGTERM: graceful stops the speaker without a NOTIFICATION to graceful-restart peers, which keep this node's routes while it restarts; hard ends every session")
 	f.opts = optionFlags(fs)
 	registerOperFlags(fs, &f.operFlags)
