@@ -74,7 +74,9 @@ type tx struct {
 	// were already made before this step.
 	routes   []markedRoute
 	wasReady bool
-	// ready: the table is live, while routesDone derives the marked routes.
+	// ready: the table is live (RoutesReady), set by routesDone before it
+	// derives the marked routes: nothing after changes it (the settle check
+	// and the rescan clock read it).
 	ready bool
 	// routeEdits are the route table's changes while routesDone derives
 	// the marked routes, made in one batch.

@@ -16,7 +16,7 @@ import (
 func (t *tx) checkSettled() {
 	defer t.rescanClock()
 	r := &t.s.Routing
-	if r.Settled || !t.s.RoutesReady() || t.s.Server == (state.Server{}) {
+	if r.Settled || !t.ready || t.s.Server == (state.Server{}) {
 		r.SettleAt, r.Settle = time.Time{}, nil
 		return
 	}
