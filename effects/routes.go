@@ -25,6 +25,9 @@ func routeEffects(prev, next state.State) []Effect {
 
 // tableEffects are the calls of the entries that are due.
 func tableEffects(prev, next state.State) []Effect {
+	if prev.Out.Routes == next.Out.Routes && prev.RoutesReady() {
+		return nil // (before the callbacks: no allocation)
+	}
 	var out []Effect
 	emit := func(e *state.TableRoute) {
 		if e.Wanted() {
