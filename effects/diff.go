@@ -22,7 +22,8 @@ func calls(prev, next state.State) []Effect {
 		return out
 	}
 	baseN, baseS, baseSrv := prev.Out.Neighbors, prev.Out.Sessions, prev.Server
-	if !prev.AllSynced() {
+	prevSynced := prev.AllSynced() // (a map lookup per gating kind: asked once)
+	if !prevSynced {
 		baseN, baseS, baseSrv = nil, nil, state.Server{}
 	}
 	var stop []Effect
@@ -61,7 +62,7 @@ func calls(prev, next state.State) []Effect {
 		out = append(out, addrEffects(get(baseN, k), get(next.Out.Neighbors, k), get(baseS, k), get(next.Out.Sessions, k))...)
 	}
 	out = append(out, pe.delPath...)
-	out = append(out, routeEffects(prev, next)...)
+	out = append(out, routeEffects(prev, next, prevSynced && prev.Routing.Listed)...)
 	out = append(out, pe.setDel...)
 	out = append(out, resetOuts(pe.widened, next.Out.Neighbors)...)
 	return append(out, stop...)

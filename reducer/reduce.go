@@ -13,7 +13,9 @@ import (
 // and total: it reads nothing but its arguments, never fails, never panics
 // on bad input (that becomes a problem in the State) and never modifies s.
 func Reduce(s state.State, a state.Action) state.State {
-	t := &tx{s: s, dirty: map[string]struct{}{}, wasSynced: s.AllSynced(), wasReady: s.RoutesReady()}
+	// AllSynced is a map lookup per gating kind: asked once for both.
+	synced := s.AllSynced()
+	t := &tx{s: s, dirty: map[string]struct{}{}, wasSynced: synced, wasReady: synced && s.Routing.Listed /* RoutesReady */}
 	switch a := a.(type) {
 	case state.SourceSynced:
 		t.synced(a)
