@@ -271,31 +271,92 @@ func (l *Loop) serviceEffect(e effects.Effect) {
 // reason, else at debug: the steps between (active, opensent,
 // openconfirm) are three lines per neighbor at every start, a write each.
 // What it left is the state last reported for it, in this batch or in
-// prev.
+// prev. What a line not logged at the level in force would cost (its
+// attributes, the session's lookup) is not paid.
 func logActions(log *slog.Logger, prev state.State, batch []state.Action) {
-	var was map[netip.Addr]string
+	ctx := context.Background()
+	sessions := log.Enabled(ctx, slog.LevelInfo) // else no session line is logged
+	debug := log.Enabled(ctx, slog.LevelDebug)
+	var was sessionsSeen
 	for _, a := range batch {
 		sc, ok := a.(state.SessionStateChanged)
 		if !ok {
 			logAction(log, a)
 			continue
 		}
-		before, seen := was[sc.Address]
-		if !seen {
-			if x, ok := prev.Out.Sessions.Get(state.AddrKey(sc.Address.Unmap())); ok {
-				before = x.BGP
-			}
-			if was == nil {
-				was = map[netip.Addr]string{}
-			}
+		if !sessions {
+			continue
 		}
-		was[sc.Address] = sc.State
-		level := slog.LevelDebug
-		if sc.State == established || before == established || sc.Reason != "" {
-			level = slog.LevelInfo
+		info := sc.State == established || sc.Reason != ""
+		if !info { // it is info if it leaves Established
+			before, seen := was.get(sc.Address)
+			if !seen {
+				if x, ok := prev.Out.Sessions.Get(state.AddrKey(sc.Address.Unmap())); ok {
+					before = x.BGP
+				}
+			}
+			info = before == established
 		}
-		log.Log(context.Background(), level, "session", "address", sc.Address, "state", sc.State, "reason", sc.Reason)
+		was.set(sc.Address, sc.State)
+		level := slog.LevelInfo
+		if !info {
+			if !debug {
+				continue
+			}
+			level = slog.LevelDebug
+		}
+		log.Log(ctx, level, "session", "address", sc.Address, "state", sc.State, "reason", sc.Reason)
 	}
+}
+
+// sessionsSeen are the session states last reported in a batch, by
+// address: a short list, searched in turn, until it is long enough for a
+// map (a batch with a change of every session).
+type sessionsSeen struct {
+	list [16]sessionSeen
+	n    int
+	m    map[netip.Addr]string
+}
+
+type sessionSeen struct {
+	addr  netip.Addr
+	state string
+}
+
+func (w *sessionsSeen) get(addr netip.Addr) (string, bool) {
+	if w.m != nil {
+		st, ok := w.m[addr]
+		return st, ok
+	}
+	for _, x := range w.list[:w.n] {
+		if x.addr == addr {
+			return x.state, true
+		}
+	}
+	return "", false
+}
+
+func (w *sessionsSeen) set(addr netip.Addr, st string) {
+	if w.m != nil {
+		w.m[addr] = st
+		return
+	}
+	for i := range w.list[:w.n] {
+		if w.list[i].addr == addr {
+			w.list[i].state = st
+			return
+		}
+	}
+	if w.n < len(w.list) {
+		w.list[w.n] = sessionSeen{addr, st}
+		w.n++
+		return
+	}
+	w.m = make(map[netip.Addr]string, 2*len(w.list))
+	for _, x := range w.list {
+		w.m[x.addr] = x.state
+	}
+	w.m[addr] = st
 }
 
 // established is GoBGP's name of the state (state.Session.BGP).

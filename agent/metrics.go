@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"maps"
 	"net/netip"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +26,10 @@ type Metrics struct {
 	effects  *prometheus.CounterVec
 	flaps    prometheus.Counter
 	routes   *routeCounts
+	// kinds are the counters of actions made so far, by kind: replaced
+	// (under mu), never modified.
+	kinds atomic.Pointer[map[string]prometheus.Counter]
+	mu    sync.Mutex
 }
 
 // NewMetrics registers every metric on a fresh registry, with the Go
@@ -43,6 +50,7 @@ func NewMetrics() *Metrics {
 			Help: "Times a session left Established, over every neighbor this process has had."}),
 		routes: newRouteCounts(),
 	}
+	m.kinds.Store(&map[string]prometheus.Counter{})
 	bi := prometheus.NewGauge(prometheus.GaugeOpts{Name: buildinfo.MetricName, Help: buildinfo.MetricHelp,
 		ConstLabels: buildinfo.Read().Labels()})
 	bi.Set(1)
@@ -53,9 +61,21 @@ func NewMetrics() *Metrics {
 
 func (m *Metrics) action(a state.Action) { m.actionN(a, 1) }
 
-// actionN counts n actions of a's kind.
+// actionN counts n actions of a's kind. The counter of each kind is kept
+// once made (by its first action, as WithLabelValues makes it): the
+// vector's lookup hashes the label under a lock, for every action.
 func (m *Metrics) actionN(a state.Action, n int) {
-	m.actions.WithLabelValues(a.ActionName()).Add(float64(n))
+	name := a.ActionName()
+	c, ok := (*m.kinds.Load())[name]
+	if !ok {
+		c = m.actions.WithLabelValues(name)
+		m.mu.Lock()
+		next := maps.Clone(*m.kinds.Load())
+		next[name] = c
+		m.kinds.Store(&next)
+		m.mu.Unlock()
+	}
+	c.Add(float64(n))
 }
 
 // sessionChanged counts the flaps one action caused, from the session
@@ -63,7 +83,7 @@ func (m *Metrics) actionN(a state.Action, n int) {
 // State, so it never drops when a neighbor (and its Flaps) goes away.
 func (m *Metrics) sessionChanged(before, after state.State, a state.Action) {
 	sc, ok := a.(state.SessionStateChanged)
-	if !ok {
+	if !ok || before.Out.Sessions == after.Out.Sessions {
 		return
 	}
 	k := state.AddrKey(sc.Address.Unmap())

@@ -91,3 +91,40 @@ func TestSessionLogLevels(t *testing.T) {
 		}
 	}
 }
+
+// The same within a batch of many sessions (past the short list the log
+// keeps before it takes a map): each session's change is judged by the
+// state last reported for it in the batch, and at warn no session line
+// is logged.
+func TestSessionLogLevelsLongBatch(t *testing.T) {
+	var batch []state.Action
+	var wantInfo, wantDebug []string
+	for _, st := range []string{"established", "active", "opensent"} {
+		for i := range 40 {
+			addr := netip.AddrFrom4([4]byte{10, 0, 1, byte(i)})
+			batch = append(batch, state.SessionStateChanged{Address: addr, State: st})
+			line := "address=" + addr.String() + " state=" + st
+			wantDebug = append(wantDebug, line)
+			if st != "opensent" {
+				wantInfo = append(wantInfo, line)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		level slog.Level
+		want  []string
+	}{{slog.LevelInfo, wantInfo}, {slog.LevelDebug, wantDebug}, {slog.LevelWarn, nil}} {
+		var buf logbuf.Buffer
+		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tt.level}))
+		logActions(log, state.New("node-a", state.Options{}), batch)
+		var got []string
+		for _, line := range buf.Lines() {
+			if _, rest, ok := strings.Cut(line, "msg=session "); ok {
+				got = append(got, strings.TrimSuffix(rest, ` reason=""`))
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+			t.Errorf("level %s: %d session lines, want %d:\n%s", tt.level, len(got), len(tt.want), strings.Join(got, "\n"))
+		}
+	}
+}

@@ -22,7 +22,8 @@ func calls(prev, next state.State) []Effect {
 		return out
 	}
 	baseN, baseS, baseSrv := prev.Out.Neighbors, prev.Out.Sessions, prev.Server
-	if !prev.AllSynced() {
+	prevSynced := prev.AllSynced() // (a map lookup per gating kind: asked once)
+	if !prevSynced {
 		baseN, baseS, baseSrv = nil, nil, state.Server{}
 	}
 	var stop []Effect
@@ -61,7 +62,7 @@ func calls(prev, next state.State) []Effect {
 		out = append(out, addrEffects(get(baseN, k), get(next.Out.Neighbors, k), get(baseS, k), get(next.Out.Sessions, k))...)
 	}
 	out = append(out, pe.delPath...)
-	out = append(out, routeEffects(prev, next)...)
+	out = append(out, routeEffects(prev, next, prevSynced && prev.Routing.Listed)...)
 	out = append(out, pe.setDel...)
 	out = append(out, resetOuts(pe.widened, next.Out.Neighbors)...)
 	return append(out, stop...)
@@ -80,32 +81,34 @@ func same[V any](a, b *V) bool { return a == b }
 // changedKeys are the addresses whose neighbor or session differ, found by
 // walking only the parts of the maps that are not shared.
 func changedKeys(pn, nn *pmap.Map[*state.Neighbor], ps, ns *pmap.Map[*state.Session]) []string {
-	var keys []string
-	pmap.Diff(pn, nn, same, func(k string, _ *state.Neighbor, _ bool, _ *state.Neighbor, _ bool) {
-		keys = append(keys, k)
-	})
+	keys := appendChanged(nil, pn, nn)
 	n := len(keys)
-	pmap.Diff(ps, ns, same, func(k string, _ *state.Session, _ bool, _ *state.Session, _ bool) {
-		keys = append(keys, k)
-	})
-	if n != len(keys) {
+	keys = appendChanged(keys, ps, ns)
+	if n != len(keys) && n > 0 {
 		slices.Sort(keys)
 		keys = slices.Compact(keys)
 	}
 	return keys
 }
 
+// appendChanged appends the keys whose values differ between a and b (by
+// pointer). Most steps change one map or neither: an unchanged one costs
+// neither a walk nor an allocation (of the callback).
+func appendChanged[V any](keys []string, a, b *pmap.Map[*V]) []string {
+	if a == b {
+		return keys
+	}
+	pmap.Diff(a, b, same, func(k string, _ *V, _ bool, _ *V, _ bool) {
+		keys = append(keys, k)
+	})
+	return keys
+}
+
 func watchEffects(prev, next state.State) []Effect {
 	var unwatch, watch []Effect
-	ns := next.Options.Namespace
-	pmap.Diff(prev.Out.Watches, next.Out.Watches, func(_, _ struct{}) bool { return true },
-		func(name string, _ struct{}, had bool, _ struct{}, has bool) {
-			if had && !has {
-				unwatch = append(unwatch, UnwatchSecret{Namespace: ns, Name: name})
-			} else if has && !had {
-				watch = append(watch, WatchSecret{Namespace: ns, Name: name})
-			}
-		})
+	if prev.Out.Watches != next.Out.Watches {
+		unwatch, watch = secretWatches(prev.Out.Watches, next.Out.Watches, next.Options.Namespace)
+	}
 	switch { // docs/routes.md §8.4, §10
 	case prev.Out.ServiceWatch && !next.Out.ServiceWatch:
 		unwatch = append(unwatch, UnwatchServices{})
@@ -113,6 +116,19 @@ func watchEffects(prev, next state.State) []Effect {
 		watch = append(watch, WatchServices{})
 	}
 	return append(unwatch, watch...)
+}
+
+// secretWatches are the Secret watches to stop and to start.
+func secretWatches(prev, next *pmap.Map[struct{}], ns string) (unwatch, watch []Effect) {
+	pmap.Diff(prev, next, func(_, _ struct{}) bool { return true },
+		func(name string, _ struct{}, had bool, _ struct{}, has bool) {
+			if had && !has {
+				unwatch = append(unwatch, UnwatchSecret{Namespace: ns, Name: name})
+			} else if has && !had {
+				watch = append(watch, WatchSecret{Namespace: ns, Name: name})
+			}
+		})
+	return unwatch, watch
 }
 
 // addrEffects: what one address needs, from the neighbors and sessions

@@ -81,39 +81,64 @@ type pathEffects struct {
 	widened map[string]bool
 }
 
+// Most steps change neither map: then nothing is walked or allocated.
 func diffPaths(prevPaths, nextPaths *pmap.Map[*state.Path], prevSets, nextSets *pmap.Map[state.SetMember], calls *pmap.Map[*state.PathCall]) pathEffects {
 	var pe pathEffects
+	if prevSets != nextSets {
+		pe.setAdd, pe.setDel, pe.widened = setChanges(prevSets, nextSets)
+	}
+	if prevPaths != nextPaths {
+		pe.addPath, pe.delPath = pathChanges(prevPaths, nextPaths, calls)
+	}
+	return pe
+}
+
+// setChanges are the set additions and removals, and the families they
+// widen.
+func setChanges(prevSets, nextSets *pmap.Map[state.SetMember]) (add, del []Effect, widened map[string]bool) {
+	widen := func(p netip.Prefix) {
+		if widened == nil {
+			widened = map[string]bool{}
+		}
+		widened[state.PrefixFamily(p)] = true
+	}
+	pmap.Diff(prevSets, nextSets, func(a, b state.SetMember) bool { return a == b },
+		func(_ string, o state.SetMember, had bool, n state.SetMember, has bool) {
+			if had && (!has || o != n) {
+				del = append(del, SetDel{Member: o})
+				if serviceSet(o.Set) && prevSets != nil {
+					widen(o.Prefix) // narrowed: a soft reset out withdraws (docs/routes.md §8.3 rule 13)
+				}
+			}
+			if has && (!had || o != n) {
+				add = append(add, SetAdd{Member: n})
+				if (strings.HasPrefix(n.Set, state.SetPools) || serviceSet(n.Set)) && prevSets != nil {
+					widen(n.Prefix)
+				}
+			}
+		})
+	return add, del, widened
+}
+
+// pathChanges are the add-paths and delete-paths, with the generations of
+// their calls.
+func pathChanges(prevPaths, nextPaths *pmap.Map[*state.Path], calls *pmap.Map[*state.PathCall]) (add, del []Effect) {
 	gen := func(p netip.Prefix) uint64 {
 		if c, ok := calls.Get(state.PrefixKey(p)); ok {
 			return c.Gen
 		}
 		return 0
 	}
-	pmap.Diff(prevSets, nextSets, func(a, b state.SetMember) bool { return a == b },
-		func(_ string, o state.SetMember, had bool, n state.SetMember, has bool) {
-			if had && (!has || o != n) {
-				pe.setDel = append(pe.setDel, SetDel{Member: o})
-				if serviceSet(o.Set) && prevSets != nil {
-					pe.widen(o.Prefix) // narrowed: a soft reset out withdraws (docs/routes.md §8.3 rule 13)
-				}
-			}
-			if has && (!had || o != n) {
-				pe.setAdd = append(pe.setAdd, SetAdd{Member: n})
-				if (strings.HasPrefix(n.Set, state.SetPools) || serviceSet(n.Set)) && prevSets != nil {
-					pe.widen(n.Prefix)
-				}
-			}
-		})
 	pmap.Diff(prevPaths, nextPaths, func(a, b *state.Path) bool { return a.SameAttrs(b) },
 		func(_ string, o *state.Path, had bool, n *state.Path, has bool) {
 			switch {
 			case has && (!had || !o.SameAttrs(n)):
-				pe.addPath = append(pe.addPath, AddPath{Path: n, Gen: gen(n.Prefix)})
+				add = append(add, AddPath{Path: n, Gen: gen(n.Prefix)})
 			case had && !has:
-				pe.delPath = append(pe.delPath, DeletePath{Prefix: o.Prefix, Gen: gen(o.Prefix)})
+				del = append(del, DeletePath{Prefix: o.Prefix, Gen: gen(o.Prefix)})
 			}
 		})
-	return pe
+	return add, del
 }
 
 // serviceSet: a set of the service statements (docs/routes.md §8.3 rules
@@ -122,14 +147,6 @@ func diffPaths(prevPaths, nextPaths *pmap.Map[*state.Path], prevSets, nextSets *
 func serviceSet(name string) bool {
 	return strings.HasPrefix(name, state.SetSvc) || strings.HasPrefix(name, state.SetRRSvc) ||
 		strings.HasPrefix(name, state.SetComm)
-}
-
-// widen marks p's family for a soft reset out of its neighbors.
-func (pe *pathEffects) widen(p netip.Prefix) {
-	if pe.widened == nil {
-		pe.widened = map[string]bool{}
-	}
-	pe.widened[state.PrefixFamily(p)] = true
 }
 
 // resetOuts: one soft reset out per active neighbor of a widened family.
@@ -152,14 +169,22 @@ func resetOuts(widened map[string]bool, neighbors *pmap.Map[*state.Neighbor]) []
 // retryPaths: the calls of failed own paths whose retry came due
 // (state.PathCall.Retry bumped), again under their generation.
 func (pe *pathEffects) retryPaths(prev, next *pmap.Map[*state.PathCall], paths *pmap.Map[*state.Path]) {
+	if prev != next { // (a step that changes no call allocates nothing here)
+		pe.addPath, pe.delPath = retriedPaths(prev, next, paths, pe.addPath, pe.delPath)
+	}
+}
+
+// retriedPaths appends the calls retryPaths finds to add and del.
+func retriedPaths(prev, next *pmap.Map[*state.PathCall], paths *pmap.Map[*state.Path], add, del []Effect) ([]Effect, []Effect) {
 	pmap.Diff(prev, next, same, func(k string, o *state.PathCall, had bool, n *state.PathCall, has bool) {
 		if !had || !has || n.Gen != o.Gen || n.Retry <= o.Retry || n.Phase != state.RoutePhasePending {
 			return
 		}
 		if n.Op == state.PathOpDelete {
-			pe.delPath = append(pe.delPath, DeletePath{Prefix: n.Prefix, Gen: n.Gen})
+			del = append(del, DeletePath{Prefix: n.Prefix, Gen: n.Gen})
 		} else if p, ok := paths.Get(k); ok {
-			pe.addPath = append(pe.addPath, AddPath{Path: p, Gen: n.Gen})
+			add = append(add, AddPath{Path: p, Gen: n.Gen})
 		}
 	})
+	return add, del
 }

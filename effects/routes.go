@@ -11,20 +11,25 @@ import (
 // one per prefix, in prefix order, then a route-rescan when one was asked
 // (§9.7 rule 6, at the rescan deadline). Nothing before the gating sources and the dataplane
 // listing are in; then every entry that is due, once (adopted routes cost
-// no call, docs/routes.md §9.6 rule 2).
-func routeEffects(prev, next state.State) []Effect {
-	if !next.RoutesReady() {
+// no call, docs/routes.md §9.6 rule 2). next is synced (AllSynced);
+// prevReady is prev.RoutesReady().
+func routeEffects(prev, next state.State, prevReady bool) []Effect {
+	if !next.Routing.Listed {
 		return nil
 	}
-	out := tableEffects(prev, next)
+	out := tableEffects(prev, next, prevReady)
 	if next.Routing.Rescan > prev.Routing.Rescan { // after this step's calls (docs/routes.md §9.7 rule 6)
 		out = append(out, RescanRoutes{Seq: next.Routing.Rescan})
 	}
 	return out
 }
 
-// tableEffects are the calls of the entries that are due.
-func tableEffects(prev, next state.State) []Effect {
+// tableEffects are the calls of the entries that are due; prevReady is
+// prev.RoutesReady().
+func tableEffects(prev, next state.State, prevReady bool) []Effect {
+	if prev.Out.Routes == next.Out.Routes && prevReady {
+		return nil // (before the callbacks: no allocation)
+	}
 	var out []Effect
 	emit := func(e *state.TableRoute) {
 		if e.Wanted() {
@@ -33,7 +38,7 @@ func tableEffects(prev, next state.State) []Effect {
 			out = append(out, RemoveRoute{Prefix: e.Prefix, Gen: e.Gen})
 		}
 	}
-	if !prev.RoutesReady() {
+	if !prevReady {
 		next.Out.Routes.Range(func(_ string, e *state.TableRoute) bool {
 			if e.Phase == state.RoutePhasePending {
 				emit(e)

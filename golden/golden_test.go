@@ -2,6 +2,7 @@ package golden
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
 
+	"github.com/peeragent/peeragent/effects"
+	"github.com/peeragent/peeragent/reducer"
 	"github.com/peeragent/peeragent/state"
 )
 
@@ -108,11 +111,25 @@ func runFile(t *testing.T, path string) {
 }
 
 // play runs the scenario, checking after every step that Reduce left the
-// previous State as it was.
+// previous State as it was, and that the settle check's shortcut (the
+// count of what settling waits for the State carries, reducer/settle.go)
+// gives what a count made afresh gives.
 func play(t *testing.T, sc *Scenario) (string, string) {
 	final, steps := sc.Run(func(before string, prev state.State, a state.Action) {
 		if after := DumpYAML(prev); after != before {
 			t.Errorf("Reduce(%s) modified its input state:\n%s", Describe(a), cmp.Diff(before, after))
+		}
+		if prev.Routing.Settle == nil {
+			return
+		}
+		fresh := prev
+		fresh.Routing.Settle = nil
+		got, want := reducer.Reduce(prev, a), reducer.Reduce(fresh, a)
+		if d := cmp.Diff(DumpYAML(want), DumpYAML(got)); d != "" {
+			t.Errorf("Reduce(%s) with the settle count kept differs from one counted afresh:\n%s", Describe(a), d)
+		}
+		if g, w := fmt.Sprint(effects.Diff(prev, got)), fmt.Sprint(effects.Diff(prev, want)); g != w {
+			t.Errorf("Reduce(%s) with the settle count kept: effects %s, counted afresh %s", Describe(a), g, w)
 		}
 	})
 	return EffectsText(steps), StateYAML(final)

@@ -29,7 +29,13 @@
 //     (derivePaths, docs/routes.md §8.1), which marks their routes;
 //     4. routes: the route table entries of the marked prefixes, or of all
 //     when the paths were (routesDone, docs/routes.md §9.2), which then
-//     checks whether the table went live and routing settled.
+//     checks whether the table went live and routing settled. The settle
+//     check counts what settling waits for (settle.go): the State carries
+//     the count with the neighbors, sessions and End-of-RIBs it was made
+//     from, and a step counts again only the neighbors whose entries
+//     differ (pmap.Diff), so a step costs what changed, not the number of
+//     neighbors; tests hold it equal to the plain walk over every neighbor
+//     and to a count made afresh (settle_test.go, the golden runner).
 //     Last, retry records no longer waiting are dropped
 //     (dropStaleRetries); the earliest deadline left (State.Deadline) is
 //     what Diff turns into the alarm. A Tick first fires what is due

@@ -13,7 +13,9 @@ import (
 // and total: it reads nothing but its arguments, never fails, never panics
 // on bad input (that becomes a problem in the State) and never modifies s.
 func Reduce(s state.State, a state.Action) state.State {
-	t := &tx{s: s, dirty: map[string]struct{}{}, wasSynced: s.AllSynced(), wasReady: s.RoutesReady()}
+	// AllSynced is a map lookup per gating kind: asked once for both.
+	synced := s.AllSynced()
+	t := &tx{s: s, dirty: map[string]struct{}{}, wasSynced: synced, wasReady: synced && s.Routing.Listed /* RoutesReady */}
 	switch a := a.(type) {
 	case state.SourceSynced:
 		t.synced(a)
@@ -74,7 +76,9 @@ type tx struct {
 	// were already made before this step.
 	routes   []markedRoute
 	wasReady bool
-	// ready: the table is live, while routesDone derives the marked routes.
+	// ready: the table is live (RoutesReady), set by routesDone before it
+	// derives the marked routes: nothing after changes it (the settle check
+	// and the rescan clock read it).
 	ready bool
 	// routeEdits are the route table's changes while routesDone derives
 	// the marked routes, made in one batch.

@@ -21,7 +21,7 @@ import (
 func (t *tx) rescanClock() {
 	r, every := &t.s.Routing, t.s.Options.RouteRescan.Duration
 	switch {
-	case every <= 0 || !t.s.RoutesReady() || !r.Settled:
+	case every <= 0 || !t.ready || !r.Settled:
 		r.RescanAt = time.Time{}
 	case r.RescanAt.IsZero():
 		r.RescanAt = later(t.s.Now, r.Since).Add(every)

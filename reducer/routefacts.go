@@ -3,7 +3,6 @@ package reducer
 import (
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/peeragent/peeragent/state"
@@ -175,95 +174,6 @@ func (t *tx) goLive() {
 		t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
 		return true
 	})
-}
-
-// checkSettled sweeps the held routes that are not desired once the
-// routes are settled (docs/routes.md §9.6 rule 3); until then it keeps
-// the settle deadline, when a time limit of settling runs out.
-func (t *tx) checkSettled() {
-	defer t.rescanClock()
-	r := &t.s.Routing
-	if r.Settled || !t.s.RoutesReady() || t.s.Server == (state.Server{}) {
-		r.SettleAt = time.Time{}
-		return
-	}
-	settled, next := t.settled()
-	if !settled {
-		r.SettleAt = next
-		return
-	}
-	r.Settled, r.SettleAt = true, time.Time{}
-	t.s.Out.Routes.Range(func(k string, e *state.TableRoute) bool {
-		if e.Held == nil || e.Wanted() {
-			return true
-		}
-		c := *e
-		c.Held = nil
-		t.s.Routing.Seq++
-		c.Gen, c.Phase, c.Attempts, c.LastError, c.Retry, c.RetryAt = t.s.Routing.Seq, state.RoutePhasePending, 0, "", 0, time.Time{}
-		t.clearRouteFailure(e)
-		t.s.Out.Routes = t.s.Out.Routes.Set(k, &c)
-		return true
-	})
-}
-
-// settled: the settle maximum has passed since the server start, or every
-// active neighbor has sent End-of-RIB for each of its unicast families, or
-// is not Established within its restart time, or is waiting or failed.
-// When not, next is the earliest time after Now at which one of those
-// time limits runs out (zero before the server start).
-func (t *tx) settled() (ok bool, next time.Time) {
-	r := t.s.Routing
-	if r.Since.IsZero() {
-		return t.eachSettled(func(time.Duration) bool { return false }), time.Time{}
-	}
-	max := r.Since.Add(t.s.Options.RouteSettleMax.Duration)
-	if !t.s.Now.Before(max) {
-		return true, time.Time{}
-	}
-	next = max
-	ok = t.eachSettled(func(restart time.Duration) bool {
-		end := r.Since.Add(restart)
-		if !t.s.Now.Before(end) {
-			return true
-		}
-		if end.Before(next) {
-			next = end
-		}
-		return false
-	})
-	return ok, next
-}
-
-// eachSettled reports whether every active neighbor is settled, asking
-// restartOver whether the restart time of one that is not Established has
-// run out. It asks about every such neighbor, so that a caller can find
-// the earliest limit.
-func (t *tx) eachSettled(restartOver func(time.Duration) bool) bool {
-	ok := true
-	t.s.Out.Neighbors.Range(func(k string, n *state.Neighbor) bool {
-		x, _ := t.s.Out.Sessions.Get(k)
-		if !n.Active() || x == nil || x.Phase == state.PhaseFailed || x.Phase == state.PhaseWaiting {
-			return true
-		}
-		if x.BGP != "established" {
-			restart := time.Duration(n.GracefulRestartSeconds) * time.Second
-			if restart == 0 {
-				restart = 120 * time.Second
-			}
-			ok = restartOver(restart) && ok
-			return true
-		}
-		// An Established neighbor only decides ok: once it is false, the
-		// others are asked only for their restart times.
-		for _, f := range n.Families {
-			if ok && strings.HasSuffix(f, "-unicast") && !t.s.Routing.HasEOR(n.Address, f) {
-				ok = false
-			}
-		}
-		return true
-	})
-	return ok
 }
 
 // tableRouteApplied: the call of the current generation of a prefix is

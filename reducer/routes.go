@@ -89,7 +89,7 @@ func (t *tx) routesDone(all bool) {
 	t.s.Out.Routes = t.s.Out.Routes.Apply(t.routeEdits)
 	t.routes, t.routeEdits = nil, nil
 	t.refusedDone()
-	if !t.wasReady && t.s.RoutesReady() {
+	if !t.wasReady && t.ready {
 		t.goLive()
 	}
 	t.checkSettled()

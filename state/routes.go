@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/peeragent/peeragent/state/pmap"
 )
 
 // LearnedPath is one path of a best-path event (docs/routes.md §9.1): the
@@ -183,6 +185,33 @@ type Routing struct {
 	// a graceful session loss (§9.5 rule 2), by address; a new slice
 	// whenever it changes.
 	Stale []StaleNeighbor `json:"stale,omitempty"`
+	// Settle is the reducer's count of what settling waits for, while
+	// not settled (reducer/settle.go); not part of the dump.
+	Settle *SettleCount `json:"-"`
+}
+
+// SettleCount counts what settling waits for (§9.6 rule 3) over the
+// neighbors, sessions and End-of-RIBs it was counted from, so that a
+// reduce step counts again only the neighbors whose entries changed since
+// (the reducer's shortcut; its plain form walks every neighbor). Never
+// modified once made.
+type SettleCount struct {
+	Neighbors *pmap.Map[*Neighbor]
+	Sessions  *pmap.Map[*Session]
+	EOR       []string
+	// Pending counts the active Established neighbors without an
+	// End-of-RIB of some unicast family; Restarts the active neighbors
+	// that are not Established (neither waiting nor failed), by restart
+	// time, in ascending order, none with a zero count.
+	Pending  int
+	Restarts []RestartCount
+}
+
+// RestartCount is how many neighbors settling waits for with one restart
+// time.
+type RestartCount struct {
+	Restart time.Duration
+	N       int
 }
 
 // StaleNeighbor is a neighbor whose session was lost gracefully and that

@@ -137,8 +137,12 @@ func liveHeap() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// lookupGOGC is $GOGC, if set.
-func lookupGOGC() (string, bool) { return os.LookupEnv("GOGC") }
+// lookupGOGC is $GOGC, if set and not empty (Go's runtime reads an empty
+// $GOGC as unset: GOGC 100).
+func lookupGOGC() (string, bool) {
+	v := os.Getenv("GOGC")
+	return v, v != ""
+}
 
 // observe notes when the State last changed.
 func (g *gcStart) observe(state.State) { g.last.Store(g.now().UnixNano()) }

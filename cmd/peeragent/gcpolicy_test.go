@@ -56,6 +56,18 @@ func TestGCStartPercent(t *testing.T) {
 	if g := newGCStart(0, log); g != nil {
 		t.Error("--gc-start-percent 0 made a start phase")
 	}
+	t.Setenv("GOGC", "")
+	if g := newGCStart(400, log); g == nil {
+		t.Error("no start phase although $GOGC is empty (Go reads it as unset)")
+	} else {
+		g.mu.Lock()
+		g.ended = true
+		g.mu.Unlock()
+		if g.limit > 0 {
+			debug.SetMemoryLimit(g.prevLim)
+		}
+	}
+	debug.SetGCPercent(100)
 	t.Setenv("GOGC", "50")
 	if g := newGCStart(400, log); g != nil {
 		t.Error("a start phase although $GOGC is set")

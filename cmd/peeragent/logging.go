@@ -8,6 +8,7 @@ import (
 
 	"github.com/peeragent/peeragent/internal/loglimit"
 	"github.com/peeragent/peeragent/state"
+	"github.com/peeragent/peeragent/state/pmap"
 )
 
 // newLogger makes the process's logger: text or JSON lines on w, at a
@@ -61,6 +62,10 @@ type levelFollower struct {
 	log   *slog.Logger
 	cur   slog.Level
 	from  string
+	// configs are the configurations observed last: the level is theirs,
+	// so a State with the same ones (most steps) is not looked at again.
+	configs *pmap.Map[*state.BGPConfiguration]
+	seen    bool
 }
 
 func newLevelFollower(flag slog.Level, v *slog.LevelVar, gobgp func(slog.Level), log *slog.Logger) *levelFollower {
@@ -68,6 +73,10 @@ func newLevelFollower(flag slog.Level, v *slog.LevelVar, gobgp func(slog.Level),
 }
 
 func (f *levelFollower) observe(s state.State) {
+	if f.seen && s.Inputs.Configs == f.configs {
+		return
+	}
+	f.configs, f.seen = s.Inputs.Configs, true
 	l, ok := s.LogLevel()
 	from := "BGPConfiguration logSeverityScreen"
 	if !ok {

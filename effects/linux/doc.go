@@ -18,6 +18,13 @@
 //   - Next hops must be on-link: the kernel resolves each gateway to its
 //     interface, and a gateway it cannot reach directly is a failed route
 //     (decision C6).
+//   - One socket: New(nil) keeps one rtnetlink socket, made in the
+//     namespace of the thread that calls New, for every call (netlink's
+//     package functions open, bind and close one per call: twice the CPU
+//     of a route call, BenchmarkReplaceHandle); each call has netlink's
+//     socket timeout, and one that times out or fails leaves the socket
+//     usable (answers are matched by sequence number). A handle passed to
+//     New is used as it is.
 //   - Idempotent: replacing with the same route changes nothing; deleting
 //     an absent route succeeds (ESRCH is recognised in absent() only).
 //   - Errors are wrapped once, with the route:

@@ -37,6 +37,7 @@ type Options struct {
 // serialises its requests).
 type Executor struct {
 	h        *netlink.Handle
+	own      bool // h is New's, Close closes it
 	protocol netlink.RouteProtocol
 	metric   int
 	log      *slog.Logger
@@ -75,11 +76,18 @@ var (
 )
 
 // New returns an Executor over h, which the caller keeps owning; a nil h
-// is a handle in the caller's network namespace (netlink's package
-// functions).
+// is a handle New makes in the caller's network namespace (that of the
+// calling thread): one rtnetlink socket that every call uses, each with
+// netlink's socket timeout (60 s) on its send and its answer. A call that
+// times out or fails leaves the socket usable: each request has its own
+// sequence number, and an answer of another (one that came after its
+// request timed out) is skipped (netlink v1.3.1 nl/nl_linux.go
+// ExecuteIter). Should the socket not be made, the calls open one each
+// (netlink's package functions), as before.
 func New(h *netlink.Handle, o Options) *Executor {
+	own := false
 	if h == nil {
-		h = &netlink.Handle{}
+		h, own = keptHandle()
 	}
 	if o.Protocol == 0 {
 		o.Protocol = DefaultProtocol
@@ -94,8 +102,29 @@ func New(h *netlink.Handle, o Options) *Executor {
 	// 20,000 of them) is a few lines a minute, not two per route per retry
 	// (docs/routes.md §9.7 rule 3).
 	log := slog.New(loglimit.New(o.Logger.Handler(), loglimit.Options{}))
-	return &Executor{h: h, protocol: netlink.RouteProtocol(o.Protocol), metric: o.Metric, log: log,
+	return &Executor{h: h, own: own, protocol: netlink.RouteProtocol(o.Protocol), metric: o.Metric, log: log,
 		owned: map[ownKey]struct{}{}}
+}
+
+// keptHandle is a handle of one rtnetlink socket in the calling thread's
+// namespace, with netlink's socket timeout, and true; else the handle of
+// netlink's package functions (a socket per call) and false.
+func keptHandle() (*netlink.Handle, bool) {
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err == nil {
+		if err = h.SetSocketTimeout(netlink.GetSocketTimeout()); err == nil {
+			return h, true
+		}
+		h.Close()
+	}
+	return &netlink.Handle{}, false
+}
+
+// Close releases the handle New made (not one the caller passed).
+func (e *Executor) Close() {
+	if e.own {
+		e.h.Close()
+	}
 }
 
 // Name is the --dataplane value.

@@ -35,6 +35,7 @@ func needRoot(t testing.TB, why string) {
 // failure.
 type testNS struct {
 	h    *netlink.Handle
+	ns   netns.NsHandle
 	link netlink.Link
 }
 
@@ -47,7 +48,7 @@ func newNS(t testing.TB) *testNS {
 		t.Fatalf("netlink handle in the namespace: %v", err)
 	}
 	t.Cleanup(h.Close)
-	n := &testNS{h: h}
+	n := &testNS{h: h, ns: ns}
 	n.link = n.addLink(t)
 	for _, a := range []string{"10.0.0.1/24", "fd00::1/64"} {
 		ip, ipn, _ := net.ParseCIDR(a)

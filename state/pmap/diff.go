@@ -19,7 +19,6 @@ type differ[V any] struct {
 	eq      func(x, y V) bool
 	fn      func(key string, old V, hadOld bool, new V, hasNew bool)
 	visited int
-	zero    V
 }
 
 func (d *differ[V]) diff(x, y *node[V]) {
@@ -44,13 +43,13 @@ func (d *differ[V]) diff(x, y *node[V]) {
 		d.visited++
 		yl, yr := d.split(y, x.key)
 		d.diff(x.left, yl)
-		d.fn(x.key, x.val, true, d.zero, false)
+		d.fn(x.key, x.val, true, zero[V](), false)
 		d.diff(x.right, yr)
 	default:
 		d.visited++
 		xl, xr := d.split(x, y.key)
 		d.diff(xl, y.left)
-		d.fn(y.key, d.zero, false, y.val, true)
+		d.fn(y.key, zero[V](), false, y.val, true)
 		d.diff(xr, y.right)
 	}
 }
@@ -68,10 +67,15 @@ func (d *differ[V]) emitAll(n *node[V], removed bool) {
 	walk(n, func(k string, v V) bool {
 		d.visited++
 		if removed {
-			d.fn(k, v, true, d.zero, false)
+			d.fn(k, v, true, zero[V](), false)
 		} else {
-			d.fn(k, d.zero, false, v, true)
+			d.fn(k, zero[V](), false, v, true)
 		}
 		return true
 	})
 }
+
+// zero is V's zero value: a local one, not a field of the differ, so that
+// handing it to the callback does not make the differ (and the callbacks
+// it holds, the caller's closures) escape to the heap.
+func zero[V any]() (z V) { return z }

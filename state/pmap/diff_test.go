@@ -150,3 +150,31 @@ func existingKey(rng *rand.Rand, n int) func() string {
 func newKey(rng *rand.Rand, n int) func() string {
 	return func() string { return fmt.Sprintf("key-%07d.5", rng.IntN(n)) }
 }
+
+// TestDiffKeepsCallbacksOnTheStack: Diff of maps of pointers, with
+// callbacks that capture the caller's variables (as every caller's do),
+// allocates nothing for a change found by an update or as a whole new
+// subtree: the callbacks and what they capture stay on the caller's stack
+// (a field of the differ handed to the callback made them all escape).
+func TestDiffKeepsCallbacksOnTheStack(t *testing.T) {
+	one, two := 1, 2
+	old := New[*int]()
+	for i := range 100 {
+		old = old.Set(fmt.Sprintf("k%03d", i), &one)
+	}
+	for _, tt := range []struct {
+		name string
+		a, b *Map[*int]
+	}{{"update", old, old.Set("k050", &two)}, {"from-empty", New[*int](), old}, {"to-empty", old, New[*int]()}} {
+		var seen int
+		allocs := testing.AllocsPerRun(100, func() {
+			n := 0 // a variable of the caller's, captured
+			Diff(tt.a, tt.b, func(x, y *int) bool { return x == y },
+				func(string, *int, bool, *int, bool) { n++ })
+			seen = n
+		})
+		if seen == 0 || allocs != 0 {
+			t.Errorf("%s: %d changes, %.0f allocations a Diff, want some and 0", tt.name, seen, allocs)
+		}
+	}
+}
