@@ -24,6 +24,7 @@ func ParseFlags(args []string) (Config, error) {
 	peers := fs.String("peers", "", "the other nodes' addresses, comma-separated")
 	peersFile := fs.String("peers-file", "", "a file of more of the other nodes' addresses, one a line")
 	maxp := fs.Uint("max-prefixes", state.DefaultMaxPrefixes, "each neighbor's prefix limit, as the agent's --max-prefixes; 0: none")
+	fs.IntVar(&c.GCStartPercent, "gc-start-percent", 400, "the agent's --gc-start-percent: its start-phase GC policy; 0: Go's default GC")
 	fs.StringVar(&c.Status, "status", "", "file the number of Established sessions is written to")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -28,14 +28,17 @@
 //   - kernel routes in the main table with protocol 201 and metric 1024:
 //     the own block as a blackhole, every other block via its next hop
 //     (RouteReplace on one persistent netlink handle, only when the route
-//     changes).
+//     changes);
+//   - the agent's start-phase GC policy (GOGC 400 and 64 MiB of headroom
+//     until 10 s without change; gc.go), unless -gc-start-percent 0.
 //
 // Different: no manifest directory, reducer, State, Diff, journal, metrics
 // or HTTP server; the End-of-RIB watch, the route-rescan and the held-route
 // sweep (graceful restart's stale routes on this node's side) are left out;
 // routes are replaced without the agent's exclusive add first; the count
 // of Established sessions goes to a file (Config.Status) instead of
-// /metrics; the Go runtime's default GC (the agent may start it later).
+// /metrics; the GC start phase ends 10 s after GoBGP's last event, where
+// the agent's ends 10 s after its State's last change.
 // MaxPrefixes 0 configures no prefix limit (the agent has no such
 // setting), to measure the share of the limit's check.
 package floor
@@ -89,7 +92,10 @@ type Config struct {
 	// Status is the file the number of Established sessions is written to
 	// (replaced whole at each change).
 	Status string
-	Log    *slog.Logger // GoBGP's log, at Warn; nil: discarded
+	// GCStartPercent is the agent's --gc-start-percent (400 by default):
+	// its start-phase GC policy (gc.go); 0: Go's default GC throughout.
+	GCStartPercent int
+	Log            *slog.Logger // GoBGP's log, at Warn; nil: discarded
 }
 
 // Neighbor is peer as the agent's reducer derives a mesh neighbor.
@@ -159,6 +165,8 @@ func (c Config) Requests() (Requests, error) {
 // Run starts the speaker, makes the calls and keeps the sessions and the
 // kernel routes until ctx ends.
 func Run(ctx context.Context, c Config) error {
+	gc := newGCStart(c.GCStartPercent) // first: the start allocates from here on
+	go gc.run(ctx)
 	reqs, err := c.Requests()
 	if err != nil {
 		return err
@@ -187,8 +195,8 @@ func Run(ctx context.Context, c Config) error {
 	ss := &sessions{file: c.Status, state: map[netip.Addr]bool{}, last: -1}
 	ss.write(0)
 	err = bgpS.WatchEvent(ctx, server.WatchEventMessageCallbacks{
-		OnPeerUpdate: func(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) { ss.update(ev) },
-		OnBestPath:   func(paths []*apiutil.Path, _ time.Time) { k.best(paths, log) },
+		OnPeerUpdate: func(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) { gc.touch(); ss.update(ev) },
+		OnBestPath:   func(paths []*apiutil.Path, _ time.Time) { gc.touch(); k.best(paths, log) },
 	}, server.WatchPeer(), server.WatchBestPath(true))
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
