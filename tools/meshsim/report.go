@@ -255,7 +255,7 @@ three speakers or more, each column's ratio to the next and the first's to the l
   other node and a route through it to every other block in its kernel (polled every
   100 ms through netlink, which costs the speakers nothing), and then every speaker
   reports every mesh session Established (peeragent's /metrics, uncompressed, BIRD's control
-  socket, the floor's status file).
+  socket, the floor's /established).
 - *CPU to converge*: the speaker process's CPU time (the sum of its threads' schedstat)
   from its start until then. *Idle CPU*: over the idle window after a settle time, with
   nothing polled. *RSS*: at the end of the idle window, VmRSS (every page the process

@@ -257,17 +257,14 @@ func (floorSpeaker) prepare(t *topology, nd *node, dir string) error {
 	return os.WriteFile(filepath.Join(dir, floorPeers), []byte(b.String()), 0o644)
 }
 
-// floorPeers and floorStatus are files of the node's directory: the peers
-// the floor reads, and the number of Established sessions it writes.
-const (
-	floorPeers  = "peers"
-	floorStatus = "established"
-)
+// floorPeers is the file of the node's directory the floor reads its
+// peers from.
+const floorPeers = "peers"
 
 func (f floorSpeaker) command(nd *node, dir string) *exec.Cmd {
 	args := []string{"netns", "exec", nd.ns, f.bin, "-asn", strconv.Itoa(asNumber),
 		"-addr", nd.addr.String(), "-block", nd.block.String(), "-pool", pool.String(),
-		"-peers-file", filepath.Join(dir, floorPeers), "-status", filepath.Join(dir, floorStatus)}
+		"-peers-file", filepath.Join(dir, floorPeers), "-http", nd.addr.String() + ":9179"}
 	args = append(args, f.extra...)
 	if f.noLimit {
 		args = append(args, "-max-prefixes", "0")
@@ -275,14 +272,14 @@ func (f floorSpeaker) command(nd *node, dir string) *exec.Cmd {
 	return exec.Command("ip", args...)
 }
 
-// established reads the count the floor last wrote (it replaces the file
-// whole at each change, so a read never sees half of it).
-func (floorSpeaker) established(_ *node, dir string) (int, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, floorStatus))
+// established asks the floor's /established, as the agent's /metrics is
+// asked.
+func (floorSpeaker) established(nd *node, _ string) (int, error) {
+	body, err := httpGet(nd.ns, "http://"+nd.addr.String()+":9179/established")
 	if err != nil {
 		return 0, err
 	}
-	return strconv.Atoi(strings.TrimSpace(string(raw)))
+	return strconv.Atoi(strings.TrimSpace(body))
 }
 
 // logCounts are the agent's: the lines are GoBGP's (no log limiter, so

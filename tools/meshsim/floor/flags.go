@@ -25,7 +25,7 @@ func ParseFlags(args []string) (Config, error) {
 	peersFile := fs.String("peers-file", "", "a file of more of the other nodes' addresses, one a line")
 	maxp := fs.Uint("max-prefixes", state.DefaultMaxPrefixes, "each neighbor's prefix limit, as the agent's --max-prefixes; 0: none")
 	fs.IntVar(&c.GCStartPercent, "gc-start-percent", 400, "the agent's --gc-start-percent: its start-phase GC policy; 0: Go's default GC")
-	fs.StringVar(&c.Status, "status", "", "file the number of Established sessions is written to")
+	fs.StringVar(&c.HTTP, "http", "", "address whose /established serves the number of Established sessions")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -33,10 +33,11 @@
 //     until 10 s without change; gc.go), unless -gc-start-percent 0.
 //
 // Different: no manifest directory, reducer, State, Diff, journal, metrics
-// or HTTP server; the End-of-RIB watch, the route-rescan and the held-route
+// or its admin HTTP server (the floor's serves only /established); the
+// End-of-RIB watch, the route-rescan and the held-route
 // sweep (graceful restart's stale routes on this node's side) are left out;
 // routes are replaced without the agent's exclusive add first; the count
-// of Established sessions goes to a file (Config.Status) instead of
+// of Established sessions is GET /established (Config.HTTP), not
 // /metrics; the GC start phase ends 10 s after GoBGP's last event, where
 // the agent's ends 10 s after its State's last change.
 // MaxPrefixes 0 configures no prefix limit (the agent has no such
@@ -47,14 +48,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	api "github.com/osrg/gobgp/v4/api"
@@ -89,9 +91,9 @@ type Config struct {
 	Peers []netip.Addr // every other node
 	// MaxPrefixes is each neighbor's prefix limit; 0: none.
 	MaxPrefixes uint32
-	// Status is the file the number of Established sessions is written to
-	// (replaced whole at each change).
-	Status string
+	// HTTP is the address whose /established serves the number of
+	// Established sessions as text; "": none.
+	HTTP string
 	// GCStartPercent is the agent's --gc-start-percent (400 by default):
 	// its start-phase GC policy (gc.go); 0: Go's default GC throughout.
 	GCStartPercent int
@@ -192,8 +194,18 @@ func Run(ctx context.Context, c Config) error {
 		return fmt.Errorf("start: %w", err)
 	}
 	defer bgpS.Stop()
-	ss := &sessions{file: c.Status, state: map[netip.Addr]bool{}, last: -1}
-	ss.write(0)
+	ss := &sessions{state: map[netip.Addr]bool{}}
+	if c.HTTP != "" {
+		ln, err := net.Listen("tcp", c.HTTP)
+		if err != nil {
+			return fmt.Errorf("http: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/established", ss)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+	}
 	err = bgpS.WatchEvent(ctx, server.WatchEventMessageCallbacks{
 		OnPeerUpdate: func(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) { gc.touch(); ss.update(ev) },
 		OnBestPath:   func(paths []*apiutil.Path, _ time.Time) { gc.touch(); k.best(paths, log) },
@@ -233,13 +245,12 @@ func Run(ctx context.Context, c Config) error {
 	return nil
 }
 
-// sessions counts the Established sessions and writes the count to a
-// file when it changes.
+// sessions counts the Established sessions; its handler serves the count
+// as text.
 type sessions struct {
 	mu    sync.Mutex
-	file  string
 	state map[netip.Addr]bool // Established
-	last  int
+	n     atomic.Int64
 }
 
 func (s *sessions) update(ev *apiutil.WatchEventMessage_PeerEvent) {
@@ -259,18 +270,12 @@ func (s *sessions) update(ev *apiutil.WatchEventMessage_PeerEvent) {
 			n++
 		}
 	}
-	s.write(n)
+	s.n.Store(int64(n))
 }
 
-// write replaces the file (s.mu held, or before the watch).
-func (s *sessions) write(n int) {
-	if s.file == "" || n == s.last {
-		return
-	}
-	tmp := filepath.Join(filepath.Dir(s.file), "."+filepath.Base(s.file)+".tmp")
-	if os.WriteFile(tmp, []byte(strconv.Itoa(n)+"\n"), 0o644) == nil && os.Rename(tmp, s.file) == nil {
-		s.last = n
-	}
+func (s *sessions) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, strconv.FormatInt(s.n.Load(), 10)+"\n")
 }
 
 // hop is one learned path of a prefix: where it came from (neighbor and

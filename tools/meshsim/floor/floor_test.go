@@ -2,9 +2,8 @@ package floor
 
 import (
 	"log/slog"
+	"net/http/httptest"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -105,35 +104,32 @@ func TestKernelRoutes(t *testing.T) {
 	}
 }
 
-// TestSessionsFile: the file holds the number of Established sessions.
-func TestSessionsFile(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "established")
-	s := &sessions{file: file, state: map[netip.Addr]bool{}, last: -1}
-	s.write(0)
+// TestSessionsCount: /established serves the number of Established
+// sessions.
+func TestSessionsCount(t *testing.T) {
+	s := &sessions{state: map[netip.Addr]bool{}}
 	ev := func(addr string, st bgp.FSMState) *apiutil.WatchEventMessage_PeerEvent {
 		e := &apiutil.WatchEventMessage_PeerEvent{Type: apiutil.PEER_EVENT_STATE}
 		e.Peer.State.NeighborAddress, e.Peer.State.SessionState = netip.MustParseAddr(addr), st
 		return e
 	}
 	read := func() string {
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(raw)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", "/established", nil))
+		return w.Body.String()
 	}
 	if got := read(); got != "0\n" {
-		t.Fatalf("file %q", got)
+		t.Fatalf("body %q", got)
 	}
 	s.update(ev("10.200.0.2", bgp.BGP_FSM_ESTABLISHED))
 	s.update(ev("10.200.0.3", bgp.BGP_FSM_ESTABLISHED))
 	s.update(&apiutil.WatchEventMessage_PeerEvent{Type: apiutil.PEER_EVENT_END_OF_INIT})
 	if got := read(); got != "2\n" {
-		t.Fatalf("file %q, want 2", got)
+		t.Fatalf("body %q, want 2", got)
 	}
 	s.update(ev("10.200.0.2", bgp.BGP_FSM_IDLE))
 	if got := read(); got != "1\n" {
-		t.Fatalf("file %q, want 1", got)
+		t.Fatalf("body %q, want 1", got)
 	}
 }
 

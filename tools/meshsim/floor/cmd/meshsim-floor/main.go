@@ -5,7 +5,7 @@
 // namespace:
 //
 //	meshsim-floor -addr 10.200.0.1 -block 10.244.1.0/26 -pool 10.244.0.0/16 \
-//	    -peers 10.200.0.2,10.200.0.3 -status established [-max-prefixes 0]
+//	    -peers 10.200.0.2,10.200.0.3 -http 10.200.0.1:9179 [-max-prefixes 0]
 //
 // (-peers-file FILE: more peers, one a line, as meshsim gives them;
 // -asn: 64512 by default.) GoBGP's log (Warn and above) goes to stderr.
