@@ -33,15 +33,16 @@
 //     until 10 s without change; gc.go), unless -gc-start-percent 0.
 //
 // Different: no manifest directory, reducer, State, Diff, journal, metrics
-// or its admin HTTP server (the floor's serves only /established); the
-// End-of-RIB watch, the route-rescan and the held-route
-// sweep (graceful restart's stale routes on this node's side) are left out;
-// routes are replaced without the agent's exclusive add first; the count
-// of Established sessions is GET /established (Config.HTTP), not
-// /metrics; the GC start phase ends 10 s after GoBGP's last event, where
-// the agent's ends 10 s after its State's last change.
-// MaxPrefixes 0 configures no prefix limit (the agent has no such
-// setting), to measure the share of the limit's check.
+// or admin HTTP server (the floor's serves only GET /established, the
+// count of Established sessions, where meshsim asks the agent's /metrics);
+// no End-of-RIB watch, route rescan or sweep of held routes; routes are
+// replaced without the agent's exclusive add first; a neighbor whose
+// session is lost for graceful restart is not configured anew (the
+// agent's recreate-peer, docs/performance.md "The restart gap"), so the
+// floor's re-convergence is stock GoBGP's, with its 5 s idle hold; the GC
+// start phase ends 10 s after GoBGP's last event, the agent's 10 s after
+// its State's last change. MaxPrefixes 0 configures no prefix limit (the
+// agent has no such setting), to measure the share of the limit's check.
 package floor
 
 import (
