@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/peeragent/peeragent/internal/gcstart"
 	"io"
 	"log/slog"
 	"net"
@@ -69,7 +70,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.Var(&f.listen, "bgp-listen-address", "address the BGP speaker listens on (repeatable; default all addresses)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.journal, "journal-size", 1000, "number of recent actions kept for /actions")
-	fs.IntVar(&f.gcStartPercent, "gc-start-percent", defaultStartGCPercent, "the least GOGC while the agent starts (the heap may always grow 64 MiB past what the last collection kept), until it is ready and its State has not changed for 10 s (at most 2 min); then $GOGC's (default 100) and the freed memory is returned to the OS; 0: Go's GOGC throughout; ignored when $GOGC is set")
+	fs.IntVar(&f.gcStartPercent, "gc-start-percent", gcstart.DefaultPercent, "the least GOGC while the agent starts (the heap may always grow 64 MiB past what the last collection kept), until it is ready and its State has not changed for 10 s (at most 2 min); then $GOGC's (default 100) and the freed memory is returned to the OS; 0: Go's GOGC throughout; ignored when $GOGC is set")
 	fs.StringVar(&f.shutdown, "shutdown", "graceful", "on SIGTERM: graceful stops the speaker without a NOTIFICATION to graceful-restart peers, which keep this node's routes while it restarts; hard ends every session")
 	f.opts = optionFlags(fs)
 	registerOperFlags(fs, &f.operFlags)
@@ -98,7 +99,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.neighborSeries < 0 {
 		return nil, fmt.Errorf("--metrics-neighbor-series %d: want 0 or more", f.neighborSeries)
 	}
-	if err := checkGCStartPercent(f.gcStartPercent); err != nil {
+	if err := gcstart.CheckPercent(f.gcStartPercent); err != nil {
 		return nil, err
 	}
 	if f.journal < 1 || f.journal > maxJournal {
@@ -131,7 +132,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
-	gc := newGCStart(f.gcStartPercent, log) // first: the start allocates from here on
+	gc := gcstart.New(f.gcStartPercent, log) // first: the start allocates from here on
 	fdLimit := raiseOpenFiles(log)
 	defer ignoreHangup(log)()
 	src, kc, err := newSource(f, log)
@@ -161,7 +162,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		published = append(published, reporter.Observe)
 	}
 	if gc != nil {
-		published = append(published, gc.observe)
+		published = append(published, func(state.State) { gc.Touch() })
 	}
 	loop = agent.NewLoop(agent.LoopConfig{Initial: state.New(f.node, opts), Speaker: speaker, Dataplane: dpExec,
 		Secrets: src, Services: serviceWatcher(src), Log: log, Journal: f.journal, NeighborSeries: f.seriesCap(),
@@ -182,7 +183,7 @@ func run(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		parts = append(parts, *metrics)
 	}
 	if gc != nil {
-		parts = append(parts, part{name: "gc start", run: func(ctx context.Context) error { return gc.run(ctx, loop.Ready) }})
+		parts = append(parts, part{name: "gc start", run: func(ctx context.Context) error { return gc.Run(ctx, loop.Ready) }})
 	}
 	log.Info("peeragent running", "node", f.node, "http", ln.Addr().String(), "metrics", metricsAddr, "source", sourceName(f))
 	err = supervise(ctx, log, parts)

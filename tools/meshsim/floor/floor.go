@@ -30,7 +30,7 @@
 //     (RouteReplace on one persistent netlink handle, only when the route
 //     changes);
 //   - the agent's start-phase GC policy (GOGC 400 and 64 MiB of headroom
-//     until 10 s without change; gc.go), unless -gc-start-percent 0.
+//     until 10 s without change; internal/gcstart), unless -gc-start-percent 0.
 //
 // Different: no manifest directory, reducer, State, Diff, journal, metrics
 // or admin HTTP server (the floor's serves only GET /established, the
@@ -49,6 +49,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/peeragent/peeragent/internal/gcstart"
 	"io"
 	"log/slog"
 	"net"
@@ -96,7 +97,7 @@ type Config struct {
 	// Established sessions as text; "": none.
 	HTTP string
 	// GCStartPercent is the agent's --gc-start-percent (400 by default):
-	// its start-phase GC policy (gc.go); 0: Go's default GC throughout.
+	// its start-phase GC policy (internal/gcstart); 0: Go's default GC throughout.
 	GCStartPercent int
 	Log            *slog.Logger // GoBGP's log, at Warn; nil: discarded
 }
@@ -168,8 +169,12 @@ func (c Config) Requests() (Requests, error) {
 // Run starts the speaker, makes the calls and keeps the sessions and the
 // kernel routes until ctx ends.
 func Run(ctx context.Context, c Config) error {
-	gc := newGCStart(c.GCStartPercent) // first: the start allocates from here on
-	go gc.run(ctx)
+	log := c.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	gc := gcstart.New(c.GCStartPercent, log)    // first: the start allocates from here on
+	go gc.Run(ctx, func() bool { return true }) //nolint:errcheck // it returns nil
 	reqs, err := c.Requests()
 	if err != nil {
 		return err
@@ -182,10 +187,6 @@ func Run(ctx context.Context, c Config) error {
 	k := &kernel{h: h, sets: map[netip.Prefix][]hop{}, installed: map[netip.Prefix][]netip.Addr{}}
 	if err := h.RouteReplace(k.route(c.Block, nil)); err != nil {
 		return fmt.Errorf("blackhole %s: %w", c.Block, err)
-	}
-	log := c.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	level := &slog.LevelVar{}
 	level.Set(slog.LevelWarn)
@@ -208,8 +209,8 @@ func Run(ctx context.Context, c Config) error {
 		defer srv.Close()
 	}
 	err = bgpS.WatchEvent(ctx, server.WatchEventMessageCallbacks{
-		OnPeerUpdate: func(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) { gc.touch(); ss.update(ev) },
-		OnBestPath:   func(paths []*apiutil.Path, _ time.Time) { gc.touch(); k.best(paths, log) },
+		OnPeerUpdate: func(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) { gc.Touch(); ss.update(ev) },
+		OnBestPath:   func(paths []*apiutil.Path, _ time.Time) { gc.Touch(); k.best(paths, log) },
 	}, server.WatchPeer(), server.WatchBestPath(true))
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)

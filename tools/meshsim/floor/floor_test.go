@@ -132,16 +132,3 @@ func TestSessionsCount(t *testing.T) {
 		t.Fatalf("body %q, want 1", got)
 	}
 }
-
-// TestStartGCPercent: the agent's start goal: 64 MiB past the live heap
-// (past Go's 4 MiB first goal before a collection), GOGC 400 at least.
-func TestStartGCPercent(t *testing.T) {
-	for _, c := range []struct {
-		live uint64
-		want int
-	}{{0, 1600}, {8 << 20, 800}, {64 << 20, 400}} {
-		if got := startGCPercent(400, c.live); got != c.want {
-			t.Errorf("startGCPercent(400, %d) = %d, want %d", c.live, got, c.want)
-		}
-	}
-}

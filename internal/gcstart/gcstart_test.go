@@ -1,4 +1,4 @@
-package main
+package gcstart
 
 import (
 	"context"
@@ -11,15 +11,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/peeragent/peeragent/state"
 )
 
 func TestGCStartOver(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	now := t0
-	g := &gcStart{now: func() time.Time { return now }}
-	g.observe(state.State{}) // a State published at t0
+	g := &Phase{now: func() time.Time { return now }}
+	g.Touch() // a State published at t0
 	cases := []struct {
 		name  string
 		ready bool
@@ -39,7 +37,7 @@ func TestGCStartOver(t *testing.T) {
 	}
 	// A State published later starts the quiet time again.
 	now = t0.Add(time.Second)
-	g.observe(state.State{})
+	g.Touch()
 	if g.over(true, t0, t0.Add(startQuiet)) {
 		t.Error("over although the State changed 1 s after t0")
 	}
@@ -53,11 +51,11 @@ func TestGCStartPercent(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prev)
 
-	if g := newGCStart(0, log); g != nil {
+	if g := New(0, log); g != nil {
 		t.Error("--gc-start-percent 0 made a start phase")
 	}
 	t.Setenv("GOGC", "")
-	if g := newGCStart(400, log); g == nil {
+	if g := New(400, log); g == nil {
 		t.Error("no start phase although $GOGC is empty (Go reads it as unset)")
 	} else {
 		g.mu.Lock()
@@ -69,7 +67,7 @@ func TestGCStartPercent(t *testing.T) {
 	}
 	debug.SetGCPercent(100)
 	t.Setenv("GOGC", "50")
-	if g := newGCStart(400, log); g != nil {
+	if g := New(400, log); g != nil {
 		t.Error("a start phase although $GOGC is set")
 	}
 	if got := debug.SetGCPercent(100); got != 100 {
@@ -85,7 +83,7 @@ func TestGCStartRun(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	prev := debug.SetGCPercent(80)
 	defer debug.SetGCPercent(prev)
-	g := newGCStart(400, log)
+	g := New(400, log)
 	if g == nil {
 		t.Fatal("no start phase")
 	}
@@ -95,7 +93,7 @@ func TestGCStartRun(t *testing.T) {
 	base := time.Now()
 	g.now = func() time.Time { return base.Add(time.Since(base) * 100) } // the quiet time passes 100x faster
 	done := make(chan error, 1)
-	go func() { done <- g.run(context.Background(), func() bool { return true }) }()
+	go func() { done <- g.Run(context.Background(), func() bool { return true }) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
@@ -110,7 +108,7 @@ func TestGCStartRun(t *testing.T) {
 }
 
 // gogc reads GOGC without a collection's cleanup changing it meanwhile.
-func gogc(g *gcStart) int {
+func gogc(g *Phase) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	p := debug.SetGCPercent(100)
@@ -124,10 +122,11 @@ func TestStartGCPercent(t *testing.T) {
 		live    uint64
 		want    int
 	}{
-		{400, 0, 1600},         // before the first collection: Go's 4 MiB goal becomes 64 MiB
-		{400, 4 << 20, 1600},   // 4 MiB kept: 4 + 64
-		{400, 8 << 20, 800},    // 8 + 64
-		{400, 16 << 20, 400},   // the crossover: 16 + 64 = 16 x 5
+		{400, 0, 1600},       // before the first collection: Go's 4 MiB goal becomes 64 MiB
+		{400, 4 << 20, 1600}, // 4 MiB kept: 4 + 64
+		{400, 8 << 20, 800},  // 8 + 64
+		{400, 16 << 20, 400}, // the crossover: 16 + 64 = 16 x 5
+		{400, 64 << 20, 400},
 		{400, 100 << 20, 400},  // a big node: --gc-start-percent's
 		{1000, 16 << 20, 1000}, // a larger --gc-start-percent wins
 		{400, 3 << 20, 2134},   // rounded up: at least 64 MiB
@@ -148,7 +147,7 @@ func TestGCStartFollowsCollections(t *testing.T) {
 	}
 	prev := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prev)
-	g := newGCStart(400, slog.New(slog.DiscardHandler))
+	g := New(400, slog.New(slog.DiscardHandler))
 	if g == nil {
 		t.Fatal("no start phase")
 	}
@@ -191,7 +190,7 @@ func TestGCStartFollowsCollections(t *testing.T) {
 	}
 	g.now = func() time.Time { return time.Now().Add(startMax) }
 	done := make(chan error, 1)
-	go func() { done <- g.run(context.Background(), func() bool { return true }) }()
+	go func() { done <- g.Run(context.Background(), func() bool { return true }) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
@@ -208,8 +207,8 @@ func TestGCStartFollowsCollections(t *testing.T) {
 
 func TestCheckGCStartPercent(t *testing.T) {
 	for p, ok := range map[int]bool{-1: false, 0: true, 100: true, 400: true} {
-		if err := checkGCStartPercent(p); (err == nil) != ok {
-			t.Errorf("checkGCStartPercent(%d) = %v", p, err)
+		if err := CheckPercent(p); (err == nil) != ok {
+			t.Errorf("CheckPercent(%d) = %v", p, err)
 		}
 	}
 }
@@ -266,13 +265,13 @@ func TestGCStartContainerLimit(t *testing.T) {
 	prevPct, prevLim := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
 	defer func() { debug.SetGCPercent(prevPct); debug.SetMemoryLimit(prevLim) }()
 
-	g := newGCStart(400, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g := New(400, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if got, want := debug.SetMemoryLimit(-1), int64(1<<30)/10*9; got != want {
 		t.Errorf("memory limit while starting = %d, want %d (0.9 of the container's)", got, want)
 	}
 	base := time.Now()
 	g.now = func() time.Time { return base.Add(time.Since(base) * 100) }
-	if err := g.run(context.Background(), func() bool { return true }); err != nil {
+	if err := g.Run(context.Background(), func() bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	if got := debug.SetMemoryLimit(-1); got != prevLim {

@@ -1,4 +1,7 @@
-package main
+// Package gcstart is the agent's garbage-collection policy while it starts
+// (docs/performance.md "Garbage collection while the agent starts"); cmd/peeragent
+// applies it, and tools/meshsim's GoBGP floor applies the same one.
+package gcstart
 
 import (
 	"context"
@@ -14,8 +17,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/peeragent/peeragent/state"
 )
 
 // The agent's garbage-collection policy (docs/performance.md "Garbage
@@ -26,8 +27,8 @@ import (
 // changing the heap goal goes back to GOGC and the memory the start
 // freed goes back to the OS at once, not over minutes.
 const (
-	// defaultStartGCPercent is --gc-start-percent's default.
-	defaultStartGCPercent = 400
+	// DefaultPercent is --gc-start-percent's default.
+	DefaultPercent = 400
 	// startHeadroom is the least the heap may grow past what the last
 	// collection kept while the agent starts: a small node's whole start
 	// (50 neighbors: ~15 MiB kept) then needs no collection, and a big
@@ -50,7 +51,7 @@ const (
 
 // gcStart is the start phase of the GC policy. observe is an observer of
 // published State (agent.LoopConfig.Published); run ends the phase.
-type gcStart struct {
+type Phase struct {
 	percent int   // the least GOGC during the start
 	settled int   // GOGC after it: $GOGC's or Go's default
 	limit   int64 // the soft memory limit during the start (0: none set)
@@ -64,10 +65,10 @@ type gcStart struct {
 	cycles int        // collections during the start
 }
 
-// newGCStart applies the start's GOGC and returns the phase, or nil when
+// New applies the start's GOGC and returns the phase, or nil when
 // there is none: --gc-start-percent 0, or $GOGC set (the user's GC setting
 // wins, for the whole run).
-func newGCStart(percent int, log *slog.Logger) *gcStart {
+func New(percent int, log *slog.Logger) *Phase {
 	if percent == 0 {
 		return nil
 	}
@@ -75,7 +76,7 @@ func newGCStart(percent int, log *slog.Logger) *gcStart {
 		log.Info("$GOGC is set: no GC start phase", "GOGC", v)
 		return nil
 	}
-	g := &gcStart{percent: percent, now: time.Now, log: log}
+	g := &Phase{percent: percent, now: time.Now, log: log}
 	g.settled = debug.SetGCPercent(startGCPercent(percent, 0))
 	// A larger GOGC must not take a big node's agent past its container's
 	// memory limit while it starts: the limit (less a tenth for what is
@@ -111,12 +112,12 @@ type gcSentinel struct {
 
 // afterNextGC sets GOGC from the live heap after the next collection, and
 // again after each one until the start is over.
-func (g *gcStart) afterNextGC() {
-	runtime.AddCleanup(new(gcSentinel), (*gcStart).collected, g)
+func (g *Phase) afterNextGC() {
+	runtime.AddCleanup(new(gcSentinel), (*Phase).collected, g)
 }
 
 // collected runs after each collection of the start.
-func (g *gcStart) collected() {
+func (g *Phase) collected() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ended {
@@ -144,21 +145,29 @@ func lookupGOGC() (string, bool) {
 	return v, v != ""
 }
 
-// observe notes when the State last changed.
-func (g *gcStart) observe(state.State) { g.last.Store(g.now().UnixNano()) }
+// Touch notes that the State (or what stands for it) changed just now;
+// a nil Phase (none) ignores it.
+func (g *Phase) Touch() {
+	if g != nil {
+		g.last.Store(g.now().UnixNano())
+	}
+}
 
 // over reports whether the start is over at now: the loop is ready and
 // the State has not changed for startQuiet, or startMax has passed.
-func (g *gcStart) over(ready bool, began, now time.Time) bool {
+func (g *Phase) over(ready bool, began, now time.Time) bool {
 	if now.Sub(began) >= startMax {
 		return true
 	}
 	return ready && now.Sub(time.Unix(0, g.last.Load())) >= startQuiet
 }
 
-// run waits for the start to be over, then sets GOGC back and returns the
+// Run waits for the start to be over, then sets GOGC back and returns the
 // freed memory to the OS. It returns when ctx ends, or once it is done.
-func (g *gcStart) run(ctx context.Context, ready func() bool) error {
+func (g *Phase) Run(ctx context.Context, ready func() bool) error {
+	if g == nil {
+		return nil
+	}
 	began := g.now()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -212,8 +221,8 @@ func cgroupMemoryLimit(root string) int64 {
 	return 0
 }
 
-// checkGCStartPercent validates --gc-start-percent.
-func checkGCStartPercent(p int) error {
+// CheckPercent validates --gc-start-percent.
+func CheckPercent(p int) error {
 	if p < 0 {
 		return fmt.Errorf("--gc-start-percent %d: want a GOGC percentage, or 0 for no start phase", p)
 	}
